@@ -1,0 +1,59 @@
+package usher
+
+import "time"
+
+// Outcome is what the gate does with a request.
+type Outcome uint8
+
+// The outcomes.
+const (
+	// Pass sends the request to the origin untouched: no room, a suspended
+	// room, or a bypass rule.
+	Pass Outcome = iota + 1
+	// Admit sends the request to the origin as an admitted visitor's.
+	Admit
+	// Wait answers with the waiting page.
+	Wait
+	// Turn answers with the reject page.
+	Turn
+)
+
+// String names the outcome for logs and metrics.
+func (o Outcome) String() string {
+	switch o {
+	case Pass:
+		return "pass"
+	case Admit:
+		return "admit"
+	case Wait:
+		return "wait"
+	case Turn:
+		return "reject"
+	}
+	return "invalid"
+}
+
+// Decision is the admission engine's answer for one visitor's request.
+type Decision struct {
+	// Outcome is Admit, Wait or Turn.
+	Outcome Outcome
+	// Ticket is the visitor's ticket after the decision.
+	Ticket Ticket
+	// TicketChanged reports whether Ticket must be sent back (Set-Cookie).
+	TicketChanged bool
+	// NewlyAdmitted reports whether this decision admitted the visitor.
+	NewlyAdmitted bool
+	// Position is 1 + the live waiters ahead (0 unless waiting).
+	Position int64
+	// WaitKnown reports whether EstimatedWait means anything.
+	WaitKnown bool
+	// EstimatedWait is the expected time until admission.
+	EstimatedWait time.Duration
+	// RefreshAfter is how long the page waits before checking in again.
+	RefreshAfter time.Duration
+	// Stats are the room's counters as of the decision (zero for admitted
+	// visitors served without a store call).
+	Stats RoomStats
+	// QueueAll reports that the room sends everyone to the queue.
+	QueueAll bool
+}

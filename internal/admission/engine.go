@@ -1,0 +1,264 @@
+// Package admission is usher's admission engine: given a room, the
+// visitor's ticket and the time, it decides whether the visitor goes in or
+// waits, and what the ticket says next. It keeps no per-visitor state; the
+// room's aggregate counters sit behind usher.Store, and every decision that
+// changes them is one Store call.
+//
+// The engine holds invariants 1-7 of DESIGN.md on one node with any store
+// that implements the Store contract; see docs/admission.md.
+package admission
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// FlushInterval batches admitted visitors' activity: zero applies each
+	// renewal to the store at once (right for the embedded store, where it
+	// is a memory write); a positive interval sends one Touch per room per
+	// interval (shared stores), and active cells are kept that much longer
+	// so that late counting never lets a room overshoot.
+	FlushInterval time.Duration
+	// Rand returns random 64-bit values for visitor ids and jitter (nil: a
+	// generator seeded from crypto/rand). Tests pass a seeded one.
+	Rand func() uint64
+	// Logger receives flush errors (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Engine decides admissions. It is safe for concurrent use.
+type Engine struct {
+	store usher.Store
+	opts  Options
+	slack int64 // seconds an active cell outlives its session
+
+	mu      sync.Mutex
+	rng     func() uint64
+	pending map[string]map[[8]byte]usher.Move // room -> visitor -> move
+}
+
+// New returns an engine over store.
+func New(store usher.Store, opts Options) *Engine {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	rng := opts.Rand
+	if rng == nil {
+		var seed [32]byte
+		_, _ = crand.Read(seed[:])
+		r := rand.New(rand.NewChaCha8(seed))
+		rng = r.Uint64
+	}
+	e := &Engine{
+		store:   store,
+		opts:    opts,
+		rng:     rng,
+		pending: map[string]map[[8]byte]usher.Move{},
+	}
+	if opts.FlushInterval > 0 {
+		e.slack = int64((opts.FlushInterval + time.Second - 1) / time.Second)
+	}
+	return e
+}
+
+func (e *Engine) random() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rng()
+}
+
+// Grace is how long after its next check-in is due a waiter still counts
+// as live: the page's own rounding and load time. A waiter who closed the
+// tab stops holding a place at most RefreshInterval + jitter + Grace after
+// its last check-in.
+func Grace(refresh time.Duration) time.Duration { return time.Second + refresh/4 }
+
+// MaxJitter is the largest offset, either way, on a waiter's refresh
+// interval.
+func MaxJitter(refresh time.Duration) time.Duration { return refresh / 10 }
+
+// Decide returns the decision for a visitor of room holding ticket t (nil
+// when the visitor has none, or it did not open) at now.
+func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error) {
+	s := &room.Settings
+	if s.Suspended {
+		return usher.Decision{Outcome: usher.Pass}, nil
+	}
+	if t != nil && t.SessionValid(s, now) {
+		return e.keep(ctx, room, *t, now)
+	}
+	if s.QueueingMethod == usher.Reject {
+		return usher.Decision{Outcome: usher.Turn}, nil
+	}
+	tk, from := e.waiter(t, now, s.RefreshInterval)
+	refresh := max(s.RefreshInterval+tk.Jitter, time.Second)
+	next := now.Add(refresh)
+	admittedTk := tk
+	admittedTk.State = usher.Admitted
+	admittedTk.AdmittedAt = now
+	admittedTk.CountedAt = now
+	admittedTk.NextCheckIn = time.Time{}
+	activeExp := admittedTk.SessionEnd(s).Unix() + e.slack
+	admittedTk.Cell = activeExp
+
+	res, err := e.store.Admit(ctx, room.ID, usher.AdmitOp{
+		Now:               now,
+		TotalActiveUsers:  s.TotalActiveUsers,
+		NewUsersPerMinute: s.NewUsersPerMinute,
+		Bucket:            tk.Bucket(),
+		From:              from,
+		WaitExp:           usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix(),
+		ActiveExp:         activeExp,
+		NoAdmit:           s.QueueAll,
+		Force:             s.QueueingMethod == usher.Passthrough && !s.QueueAll,
+	})
+	if err != nil {
+		return usher.Decision{}, err
+	}
+	d := usher.Decision{Stats: res.RoomStats, QueueAll: s.QueueAll, TicketChanged: true}
+	if res.Admitted {
+		d.Outcome = usher.Admit
+		d.NewlyAdmitted = true
+		d.Ticket = admittedTk
+		return d, nil
+	}
+	tk.CountedAt = now
+	tk.Cell = usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix()
+	tk.NextCheckIn = next
+	d.Outcome = usher.Wait
+	d.Ticket = tk
+	d.Position = res.Ahead + 1
+	d.RefreshAfter = refresh
+	d.WaitKnown, d.EstimatedWait = estimate(res, s, refresh)
+	return d, nil
+}
+
+// waiter returns the ticket a visitor waits with (its own while it is a
+// sane waiting ticket, else a new one arriving now) and the waiting cell it
+// is counted in.
+func (e *Engine) waiter(t *usher.Ticket, now time.Time, refresh time.Duration) (usher.Ticket, usher.Cell) {
+	if t != nil && t.State == usher.Waiting && !t.ArrivedAt.After(now.Add(time.Minute)) {
+		return *t, usher.Cell{Exp: t.Cell, At: t.CountedAt}
+	}
+	var tk usher.Ticket
+	binary.LittleEndian.PutUint64(tk.VisitorID[:], e.random())
+	tk.State = usher.Waiting
+	tk.ArrivedAt = now.Truncate(time.Millisecond)
+	if j := MaxJitter(refresh).Milliseconds(); j > 0 {
+		tk.Jitter = time.Duration(int64(e.random()%uint64(2*j+1))-j) * time.Millisecond
+	}
+	return tk, usher.Cell{}
+}
+
+// keep serves an admitted visitor whose session runs: no store round trip;
+// when the session end moves to a later second, the visitor's active count
+// moves with it and the ticket is re-sealed.
+func (e *Engine) keep(ctx context.Context, room *usher.Room, t usher.Ticket, now time.Time) (usher.Decision, error) {
+	d := usher.Decision{Outcome: usher.Admit, Ticket: t}
+	s := &room.Settings
+	if s.DisableSessionRenewal {
+		return d, nil
+	}
+	end := usher.CeilSecond(now.Add(s.SessionDuration))
+	if !end.After(t.SessionEnd(s)) {
+		return d, nil
+	}
+	next := t
+	next.CountedAt = now.Truncate(time.Millisecond)
+	next.Cell = end.Unix() + e.slack
+	mv := usher.Move{From: usher.Cell{Exp: t.Cell, At: t.CountedAt}, To: next.Cell}
+	if err := e.touch(ctx, room.ID, t.VisitorID, mv, now); err != nil {
+		// The visitor keeps its session; its old count still covers it
+		// until the old session end, so only the renewal is lost.
+		e.opts.Logger.Warn("activity not counted", "room", room.ID, "err", err)
+		return d, nil
+	}
+	d.Ticket = next
+	d.TicketChanged = true
+	return d, nil
+}
+
+// touch applies or queues one activity move.
+func (e *Engine) touch(ctx context.Context, room string, visitor [8]byte, mv usher.Move, now time.Time) error {
+	if e.opts.FlushInterval <= 0 {
+		return e.store.Touch(ctx, room, now, []usher.Move{mv})
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	byVisitor := e.pending[room]
+	if byVisitor == nil {
+		byVisitor = map[[8]byte]usher.Move{}
+		e.pending[room] = byVisitor
+	}
+	if prev, ok := byVisitor[visitor]; ok {
+		// Parallel requests with one old ticket, or renewals chained within
+		// one flush: one move from the oldest cell to the latest.
+		if mv.From.Exp == prev.From.Exp || mv.From.Exp == prev.To {
+			mv.From = prev.From
+		}
+		mv.To = max(mv.To, prev.To)
+	}
+	byVisitor[visitor] = mv
+	return nil
+}
+
+// Flush sends the batched activity moves to the store.
+func (e *Engine) Flush(ctx context.Context, now time.Time) error {
+	e.mu.Lock()
+	pending := e.pending
+	e.pending = map[string]map[[8]byte]usher.Move{}
+	e.mu.Unlock()
+	var first error
+	for room, byVisitor := range pending {
+		moves := make([]usher.Move, 0, len(byVisitor))
+		for _, mv := range byVisitor {
+			moves = append(moves, mv)
+		}
+		if err := e.store.Touch(ctx, room, now, moves); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Run flushes batched activity every FlushInterval until ctx is done, then
+// flushes once more. It returns at once when FlushInterval is zero.
+func (e *Engine) Run(ctx context.Context, now func() time.Time) {
+	if e.opts.FlushInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(e.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := e.Flush(context.WithoutCancel(ctx), now()); err != nil {
+				e.opts.Logger.Error("final activity flush failed", "err", err)
+			}
+			return
+		case <-t.C:
+			if err := e.Flush(ctx, now()); err != nil {
+				e.opts.Logger.Error("activity flush failed", "err", err)
+			}
+		}
+	}
+}
+
+// Status returns the room's live counters at now, with its free slots.
+func (e *Engine) Status(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {
+	st, err := e.store.Stats(ctx, room.ID, now)
+	if err != nil {
+		return usher.RoomStats{}, err
+	}
+	st.Slots = max(0, min(int64(room.TotalActiveUsers)-st.Active, int64(room.NewUsersPerMinute)-st.AdmittedLastMinute))
+	return st, nil
+}

@@ -1,0 +1,270 @@
+package admission
+
+import (
+	"container/heap"
+	"context"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+// The simulation drives the engine over an in-memory store on simulated
+// time with virtual visitors who arrive, wait (checking in when told),
+// give up, browse and leave, and checks the single-node invariants against
+// the visitors' own record of what happened (the truth), not against the
+// store's counters.
+
+type simVisitor struct {
+	id       int
+	arrive   time.Time
+	patience time.Duration // gives up after waiting this long (0: never)
+	browse   time.Duration // stays this long after admission
+	every    time.Duration // one request per this while browsing
+
+	ticket     *usher.Ticket
+	admitted   time.Time
+	lastReq    time.Time
+	abandoned  bool
+	done       bool
+	bucket     int64
+	lastWait   time.Time // last check-in answered "wait"
+	wasAdmitted bool
+	sessions    []session // the visitor's sessions, by the visitors' own clock
+}
+
+// session is one admitted stay: from admission to its end, which is
+// SessionDuration after the last request (or after admission when renewal
+// is disabled), rounded up to the whole second as usher documents it.
+type session struct{ from, end time.Time }
+
+func (v *simVisitor) inSession(now time.Time) bool {
+	n := len(v.sessions)
+	return n > 0 && now.Before(v.sessions[n-1].end)
+}
+
+type simEvent struct {
+	at  time.Time
+	v   *simVisitor
+	seq int
+}
+
+type eventQueue []simEvent
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].at.Equal(q[j].at) {
+		return q[i].seq < q[j].seq
+	}
+	return q[i].at.Before(q[j].at)
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(simEvent)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+type simConfig struct {
+	seed        uint64
+	visitors    int
+	arrivalSpan time.Duration
+	room        usher.Room
+	abandonFrac float64
+	browseMin   time.Duration
+	browseMax   time.Duration
+	horizon     time.Duration
+}
+
+type simAdmission struct {
+	at     time.Time
+	bucket int64
+}
+
+type simResult struct {
+	admissions    []time.Time
+	admitted      []simAdmission // in time order
+	maxActive     int
+	utilization   float64
+	queueSamples  int
+	inversions    int
+	requeued      int
+	earlyQueued   int
+	admittedCount int
+}
+
+func runSim(t *testing.T, cfg simConfig) simResult {
+	t.Helper()
+	ctx := context.Background()
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rng := rand.New(rand.NewPCG(cfg.seed, 7))
+	eng := New(st, Options{Rand: rng.Uint64})
+	room := cfg.room
+	s := &room.Settings
+	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+	var q eventQueue
+	seq := 0
+	push := func(at time.Time, v *simVisitor) {
+		seq++
+		heap.Push(&q, simEvent{at: at, v: v, seq: seq})
+	}
+	var all []*simVisitor
+	for i := range cfg.visitors {
+		v := &simVisitor{
+			id:     i,
+			arrive: start.Add(time.Duration(rng.Int64N(int64(cfg.arrivalSpan)))),
+			browse: cfg.browseMin + time.Duration(rng.Int64N(int64(cfg.browseMax-cfg.browseMin)+1)),
+			every:  time.Second + time.Duration(rng.Int64N(int64(3*time.Second))),
+		}
+		if rng.Float64() < cfg.abandonFrac {
+			v.patience = time.Duration(rng.Int64N(int64(30 * time.Second)))
+		}
+		all = append(all, v)
+		push(v.arrive, v)
+	}
+
+	var res simResult
+	// truth helpers
+	activeAt := func(now time.Time) int {
+		n := 0
+		for _, v := range all {
+			for _, ss := range v.sessions {
+				if !now.Before(ss.from) && now.Before(ss.end) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	admittedIn := func(from, to time.Time) int {
+		n := 0
+		for _, a := range res.admissions {
+			if a.After(from) && !a.After(to) {
+				n++
+			}
+		}
+		return n
+	}
+	liveWaiters := func() int {
+		n := 0
+		for _, v := range all {
+			if v.ticket != nil && v.ticket.State == usher.Waiting && !v.abandoned && !v.done {
+				n++
+			}
+		}
+		return n
+	}
+
+	// Sample utilisation every 250 ms of simulated time.
+	nextSample := start
+	var freeSum float64
+	end := start.Add(cfg.horizon)
+	for q.Len() > 0 {
+		ev := heap.Pop(&q).(simEvent)
+		now := ev.at
+		if now.After(end) {
+			break
+		}
+		for !nextSample.After(now) {
+			if liveWaiters() > 0 {
+				act := activeAt(nextSample)
+				free := min(s.TotalActiveUsers-act, s.NewUsersPerMinute-admittedIn(nextSample.Add(-time.Minute), nextSample))
+				freeSum += float64(max(free, 0))
+				res.queueSamples++
+			}
+			nextSample = nextSample.Add(250 * time.Millisecond)
+		}
+		v := ev.v
+		if v.done {
+			continue
+		}
+		// A waiter past its patience gives up: it never comes back.
+		if v.ticket != nil && v.ticket.State == usher.Waiting && v.patience > 0 && now.Sub(v.ticket.ArrivedAt) > v.patience {
+			v.abandoned, v.done = true, true
+			continue
+		}
+		// A browsing visitor who is done leaves.
+		if v.wasAdmitted && now.Sub(v.admitted) > v.browse && !(v.ticket != nil && v.ticket.State == usher.Waiting) {
+			v.done = true
+			continue
+		}
+		wasNew := v.ticket == nil || v.ticket.State == usher.Admitted
+		sessionHeld := v.inSession(now)
+		d, err := eng.Decide(ctx, &room, v.ticket, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.TicketChanged {
+			tk := d.Ticket
+			v.ticket = &tk
+		}
+		switch d.Outcome {
+		case usher.Admit:
+			if !sessionHeld {
+				v.wasAdmitted = true
+				v.admitted = now
+				res.admissions = append(res.admissions, now)
+				res.admitted = append(res.admitted, simAdmission{now, d.Ticket.Bucket()})
+				res.admittedCount++
+				v.sessions = append(v.sessions, session{from: now, end: usher.CeilSecond(now.Add(s.SessionDuration))})
+			}
+			v.lastReq = now
+			if !s.DisableSessionRenewal {
+				v.sessions[len(v.sessions)-1].end = usher.CeilSecond(now.Add(s.SessionDuration))
+			}
+			if act := activeAt(now); act > res.maxActive {
+				res.maxActive = act
+			}
+			push(now.Add(v.every), v)
+		case usher.Wait:
+			if sessionHeld {
+				res.requeued++
+			}
+			if wasNew {
+				v.bucket = v.ticket.Bucket()
+				v.lastWait = time.Time{}
+				if d.Stats.Waiting == 0 && d.Stats.Slots > 0 {
+					res.earlyQueued++
+				}
+			}
+			v.lastWait = now
+			push(v.ticket.NextCheckIn, v)
+		default:
+			t.Fatalf("unexpected outcome %v", d.Outcome)
+		}
+	}
+	// FIFO inversions: a waiter told to wait at time w although a visitor
+	// from a later bucket had been admitted at or before w, while the waiter
+	// was already waiting.
+	adms := res.admitted
+	for _, v := range all {
+		if v.lastWait.IsZero() {
+			continue
+		}
+		i := sort.Search(len(adms), func(i int) bool { return adms[i].at.After(v.lastWait) })
+		for _, a := range adms[:i] {
+			if a.bucket > v.bucket {
+				res.inversions++
+				if res.inversions <= 3 {
+					t.Logf("inversion: visitor %d (bucket %d) told to wait at %v after bucket %d was admitted at %v",
+						v.id, v.bucket, v.lastWait.Sub(start), a.bucket, a.at.Sub(start))
+				}
+				break
+			}
+		}
+	}
+	if res.queueSamples > 0 {
+		res.utilization = 1 - freeSum/float64(res.queueSamples)/float64(s.TotalActiveUsers)
+	}
+	return res
+}

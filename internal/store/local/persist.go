@@ -1,0 +1,259 @@
+package local
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/usherhq/usher"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The file's layout: bucket "meta" holds the run state, the flush
+// watermark, the lossy spans and the key ring; bucket "rooms" holds one
+// bucket per room whose keys are kind(1) expiry(8) bucket(8), big-endian,
+// and whose values are the counts (8 bytes, two's complement).
+var (
+	bucketMeta  = []byte("meta")
+	bucketRooms = []byte("rooms")
+	keyState    = []byte("state")
+	keyMark     = []byte("watermark")
+	keyLossy    = []byte("lossy")
+	keyKeys     = []byte("keys")
+	stateRun    = []byte("running")
+	stateClean  = []byte("clean")
+)
+
+// lossyKeep is how long a lossy span is remembered: longer than any
+// session or refresh interval, after which no ticket counted in it can
+// still be in a live cell.
+const lossyKeep = 48 * time.Hour
+
+func encodeCellKey(k cellKey) []byte {
+	b := make([]byte, 17)
+	b[0] = k.kind
+	binary.BigEndian.PutUint64(b[1:], uint64(k.exp))
+	binary.BigEndian.PutUint64(b[9:], uint64(k.bucket))
+	return b
+}
+
+func decodeCellKey(b []byte) (cellKey, error) {
+	if len(b) != 17 {
+		return cellKey{}, fmt.Errorf("cell key of %d bytes", len(b))
+	}
+	return cellKey{
+		kind:   b[0],
+		exp:    int64(binary.BigEndian.Uint64(b[1:])),
+		bucket: int64(binary.BigEndian.Uint64(b[9:])),
+	}, nil
+}
+
+type storedKey struct {
+	ID     string `json:"id"`
+	Secret []byte `json:"secret"`
+}
+
+func putKeys(tx *bolt.Tx, ring []usher.Key) error {
+	var sk []storedKey
+	for _, k := range ring {
+		sk = append(sk, storedKey{ID: k.ID, Secret: k.Secret})
+	}
+	b, err := json.Marshal(sk)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyKeys, b)
+}
+
+type storedSpan struct {
+	From int64 `json:"from_ms"`
+	To   int64 `json:"to_ms"`
+}
+
+// load reads the file into memory and records a lossy span when the last
+// run did not close cleanly.
+func (s *Store) load() error {
+	now := s.opts.Now()
+	// Nothing before this run's start can be lost: it was read from disk.
+	s.opNow = now
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		rooms, err := tx.CreateBucketIfNotExists(bucketRooms)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keyKeys); v != nil {
+			var sk []storedKey
+			if err := json.Unmarshal(v, &sk); err != nil {
+				return fmt.Errorf("key ring: %w", err)
+			}
+			for _, k := range sk {
+				s.keys = append(s.keys, usher.Key{ID: k.ID, Secret: k.Secret})
+			}
+		}
+		var spans []storedSpan
+		if v := meta.Get(keyLossy); v != nil {
+			if err := json.Unmarshal(v, &spans); err != nil {
+				return fmt.Errorf("lossy spans: %w", err)
+			}
+		}
+		if st := meta.Get(keyState); st != nil && string(st) != string(stateClean) {
+			// The last run crashed: what it did after its last flush may
+			// be lost. A second of margin covers ops applied out of order.
+			var mark int64
+			if v := meta.Get(keyMark); len(v) == 8 {
+				mark = int64(binary.BigEndian.Uint64(v))
+			}
+			spans = append(spans, storedSpan{From: mark - 1000, To: now.UnixMilli()})
+			s.opts.Logger.Warn("embedded store was not closed cleanly; recovering",
+				"path", s.opts.Path, "last_flush", time.UnixMilli(mark))
+		}
+		var kept []storedSpan
+		for _, sp := range spans {
+			if now.Sub(time.UnixMilli(sp.To)) < lossyKeep {
+				kept = append(kept, sp)
+				s.lossy = append(s.lossy, span{From: time.UnixMilli(sp.From), To: time.UnixMilli(sp.To)})
+			}
+		}
+		b, err := json.Marshal(kept)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyLossy, b); err != nil {
+			return err
+		}
+		if err := meta.Put(keyState, stateRun); err != nil {
+			return err
+		}
+		err = rooms.ForEachBucket(func(id []byte) error {
+			r := newRoom(true)
+			err := rooms.Bucket(id).ForEach(func(k, v []byte) error {
+				ck, err := decodeCellKey(k)
+				if err != nil {
+					return err
+				}
+				if len(v) != 8 {
+					return errors.New("cell value is not 8 bytes")
+				}
+				r.load(ck, int64(binary.BigEndian.Uint64(v)))
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("room %q: %w", id, err)
+			}
+			clear(r.dirty)
+			s.rooms[string(id)] = r
+			return nil
+		})
+		// Committing here also makes the "running" state durable before
+		// the first ticket of this run leaves.
+		return err
+	})
+}
+
+// flushLoop writes changes behind every FlushInterval until Close.
+func (s *Store) flushLoop() {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.flush(false); err != nil {
+				s.opts.Logger.Error("embedded store flush failed", "path", s.opts.Path, "err", err)
+			}
+		}
+	}
+}
+
+// sync returns once every change up to seq is on disk. Concurrent callers
+// share flushes (group commit).
+func (s *Store) sync(seq uint64) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	done := s.flushed >= seq
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	return s.flushLocked(false)
+}
+
+// flush writes every change not yet on disk; final marks the file clean.
+func (s *Store) flush(final bool) error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	return s.flushLocked(final)
+}
+
+type write struct {
+	room string
+	key  cellKey
+	val  int64
+}
+
+func (s *Store) flushLocked(final bool) error {
+	s.mu.Lock()
+	var writes []write
+	for id, r := range s.rooms {
+		for k := range r.dirty {
+			writes = append(writes, write{id, k, r.value(k)})
+		}
+		clear(r.dirty)
+	}
+	seq, mark := s.seq, s.opNow
+	s.mu.Unlock()
+	if len(writes) == 0 && !final && seq == s.flushed {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rooms := tx.Bucket(bucketRooms)
+		for _, w := range writes {
+			rb, err := rooms.CreateBucketIfNotExists([]byte(w.room))
+			if err != nil {
+				return err
+			}
+			k := encodeCellKey(w.key)
+			if w.val == 0 {
+				if err := rb.Delete(k); err != nil {
+					return err
+				}
+				continue
+			}
+			v := make([]byte, 8)
+			binary.BigEndian.PutUint64(v, uint64(w.val))
+			if err := rb.Put(k, v); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := make([]byte, 8)
+		binary.BigEndian.PutUint64(v, uint64(mark.UnixMilli()))
+		if err := meta.Put(keyMark, v); err != nil {
+			return err
+		}
+		if final {
+			return meta.Put(keyState, stateClean)
+		}
+		return nil
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		// Keep the changes for the next flush.
+		for _, w := range writes {
+			s.rooms[w.room].mark(w.key)
+		}
+		return fmt.Errorf("flush embedded store: %w", err)
+	}
+	s.flushed = seq
+	return nil
+}

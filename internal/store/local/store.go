@@ -1,0 +1,213 @@
+// Package local is the embedded store: a room's counters in memory, made
+// durable in one local bbolt file so that a crash loses nothing that could
+// let a room exceed its limits.
+//
+// Recovery rule. Admissions are written and synced before Admit returns, so
+// no admitted ticket exists whose admission the file lacks. Other changes
+// (waiting check-ins, activity moves) are written behind, at most
+// FlushInterval late. After a crash, the span from the last flush to the
+// restart is recorded as lossy: a visitor whose last count falls in that
+// span is counted again in its new cell without being taken out of the old
+// one, which can only over-count until the old cell expires. Counts are
+// therefore never below the tickets that are still valid, and the limits
+// hold across kill -9.
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/usherhq/usher"
+	bolt "go.etcd.io/bbolt"
+)
+
+var _ usher.Store = (*Store)(nil)
+
+// Options configure a Store. The zero value keeps state in memory only.
+type Options struct {
+	// Path is the bbolt file. Empty keeps everything in memory (tests, and
+	// nothing survives a restart).
+	Path string
+	// FlushInterval is how often changes not yet on disk are written
+	// (zero: one second).
+	FlushInterval time.Duration
+	// Now is the clock used to record flushes and restarts (nil: time.Now).
+	Now func() time.Time
+	// Logger receives flush errors (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is the embedded store.
+type Store struct {
+	opts Options
+	db   *bolt.DB // nil in memory
+
+	mu    sync.Mutex
+	rooms map[string]*room
+	keys  []usher.Key
+	lossy []span // spans whose writes may have been lost in a crash
+	seq   uint64 // changes applied
+	// opNow is the latest op time seen, the watermark a flush records.
+	opNow time.Time
+
+	flushMu    sync.Mutex // one flush at a time
+	flushed    uint64     // seq covered by the last successful flush
+	stop, done chan struct{}
+	closeOnce  sync.Once
+}
+
+// span is a half-open time span [From, To).
+type span struct{ From, To time.Time }
+
+// Open opens (or creates) the store. With a path, it takes the file's lock:
+// a second process on the same file fails here.
+func Open(opts Options) (*Store, error) {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Store{
+		opts:  opts,
+		rooms: map[string]*room{},
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	if opts.Path != "" {
+		db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store %q: %w", opts.Path, err)
+		}
+		s.db = db
+		if err := s.load(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("load embedded store %q: %w", opts.Path, err)
+		}
+		go s.flushLoop()
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+func (s *Store) roomLocked(id string) *room {
+	r := s.rooms[id]
+	if r == nil {
+		r = newRoom(s.db != nil)
+		s.rooms[id] = r
+	}
+	return r
+}
+
+// trusted reports whether a visitor counted in c may be taken out of it:
+// not when it was counted during a span whose writes a crash may have lost.
+func (s *Store) trusted(c usher.Cell) bool {
+	for _, l := range s.lossy {
+		if !c.At.Before(l.From) && c.At.Before(l.To) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Store) noteOp(now time.Time) {
+	s.seq++
+	if now.After(s.opNow) {
+		s.opNow = now
+	}
+}
+
+// Admit implements usher.Store.
+func (s *Store) Admit(_ context.Context, roomID string, op usher.AdmitOp) (usher.AdmitResult, error) {
+	s.mu.Lock()
+	r := s.roomLocked(roomID)
+	res := r.admit(&op, s.trusted(op.From))
+	s.noteOp(op.Now)
+	seq := s.seq
+	s.mu.Unlock()
+	if res.Admitted && s.db != nil {
+		// An admission is durable before its ticket leaves.
+		if err := s.sync(seq); err != nil {
+			return usher.AdmitResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// Touch implements usher.Store.
+func (s *Store) Touch(_ context.Context, roomID string, now time.Time, moves []usher.Move) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roomLocked(roomID).touch(now.Unix(), moves, s.trusted)
+	s.noteOp(now)
+	return nil
+}
+
+// Stats implements usher.Store.
+func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.RoomStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rooms[roomID]
+	if r == nil {
+		return usher.RoomStats{}, nil
+	}
+	r.expire(now.Unix())
+	// Stats without limits: slots are left to the caller.
+	return r.stats(0, 0), nil
+}
+
+// LoadKeys implements usher.Store.
+func (s *Store) LoadKeys(context.Context) ([]usher.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneKeys(s.keys), nil
+}
+
+// SaveKeys implements usher.Store.
+func (s *Store) SaveKeys(_ context.Context, ring []usher.Key) ([]usher.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.keys) > 0 {
+		return cloneKeys(s.keys), nil
+	}
+	if s.db != nil {
+		if err := s.db.Update(func(tx *bolt.Tx) error { return putKeys(tx, ring) }); err != nil {
+			return nil, fmt.Errorf("save keys: %w", err)
+		}
+	}
+	s.keys = cloneKeys(ring)
+	return cloneKeys(s.keys), nil
+}
+
+func cloneKeys(ks []usher.Key) []usher.Key {
+	var out []usher.Key
+	for _, k := range ks {
+		out = append(out, usher.Key{ID: k.ID, Secret: append([]byte(nil), k.Secret...)})
+	}
+	return out
+}
+
+// Close writes what is pending, marks the file closed cleanly and releases
+// it. Close after Close does nothing.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.db == nil {
+			return
+		}
+		close(s.stop)
+		<-s.done
+		err = s.flush(true)
+		if cerr := s.db.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}

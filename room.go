@@ -1,0 +1,133 @@
+package usher
+
+import (
+	"strings"
+	"time"
+)
+
+// QueueingMethod says how waiting visitors are let in.
+type QueueingMethod string
+
+// The queueing methods. The zero value means fifo.
+const (
+	// FIFO admits live waiters in order of arrival.
+	FIFO QueueingMethod = "fifo"
+	// Random gives every live waiter the same chance in each draw window.
+	Random QueueingMethod = "random"
+	// Passthrough admits everyone while still counting them.
+	Passthrough QueueingMethod = "passthrough"
+	// Reject turns new visitors away with the reject page.
+	Reject QueueingMethod = "reject"
+)
+
+// Route is one host and path prefix that belongs to a room.
+type Route struct {
+	// Host matches the request's host, without port, case-insensitively.
+	// Empty matches any host.
+	Host string
+	// Path is a path prefix ending at a segment boundary: "/sale" matches
+	// "/sale" and "/sale/x", not "/salex". Empty or "/" matches every path.
+	Path string
+}
+
+// CookieAttributes are the attributes of the ticket cookie.
+type CookieAttributes struct {
+	// SameSite is "lax", "strict", "none" or "auto" (empty means lax).
+	SameSite string
+	// Secure is "auto" (empty: Secure when the request came over TLS or with
+	// X-Forwarded-Proto: https from a trusted proxy), "always" or "never".
+	Secure string
+}
+
+// Settings are a room's limits and behaviour, with Cloudflare's names.
+type Settings struct {
+	// TotalActiveUsers is the most admitted visitors active at once.
+	TotalActiveUsers int
+	// NewUsersPerMinute is the most admissions in any 60 s window.
+	NewUsersPerMinute int
+	// SessionDuration is how long an admitted visitor stays active after
+	// their last request (or after admission when renewal is disabled).
+	SessionDuration time.Duration
+	// DisableSessionRenewal ends a session SessionDuration after admission,
+	// whatever the visitor does.
+	DisableSessionRenewal bool
+	// QueueingMethod is fifo (the zero value), random, passthrough or reject.
+	QueueingMethod QueueingMethod
+	// QueueAll sends every visitor without a valid admitted ticket to the
+	// queue.
+	QueueAll bool
+	// Suspended turns the room off: requests pass untouched and uncounted.
+	Suspended bool
+	// QueueingStatusCode is the HTTP status of the waiting page (zero: 200).
+	QueueingStatusCode int
+	// JSONResponseEnabled answers Accept: application/json with JSON.
+	JSONResponseEnabled bool
+	// CookieSuffix makes the cookie name __usher_wr_<suffix>.
+	CookieSuffix string
+	// CookieAttributes are the cookie's SameSite and Secure attributes.
+	CookieAttributes CookieAttributes
+	// CustomPageHTML is a template that replaces the default waiting page.
+	CustomPageHTML string
+	// DefaultTemplateLanguage is the page's language when the visitor's
+	// Accept-Language names none that usher has (empty: en-US).
+	DefaultTemplateLanguage string
+	// RefreshInterval is how often a waiting visitor checks in.
+	RefreshInterval time.Duration
+}
+
+// Room is a set of routes with its limits and behaviour.
+type Room struct {
+	// ID names the room in the config, the API and the cookie binding.
+	ID string
+	// Name is shown to visitors.
+	Name string
+	// Origin is the URL admitted requests are proxied to.
+	Origin string
+	// Routes are the hosts and path prefixes that belong to the room.
+	Routes []Route
+	// PathCaseSensitive matches route paths case-sensitively.
+	PathCaseSensitive bool
+	Settings
+}
+
+// CookieName is the name of the room's ticket cookie.
+func (r *Room) CookieName() string {
+	if r.CookieSuffix == "" {
+		return "__usher_wr"
+	}
+	return "__usher_wr_" + r.CookieSuffix
+}
+
+// CookiePath is the longest path prefix, at a segment boundary, shared by
+// all of the room's route paths; "/" when they share none.
+func (r *Room) CookiePath() string {
+	var prefix string
+	for i, rt := range r.Routes {
+		p := rt.Path
+		if p == "" {
+			p = "/"
+		}
+		if i == 0 {
+			prefix = p
+			continue
+		}
+		prefix = commonPathPrefix(prefix, p)
+	}
+	if prefix == "" {
+		return "/"
+	}
+	return prefix
+}
+
+func commonPathPrefix(a, b string) string {
+	as := strings.Split(strings.Trim(a, "/"), "/")
+	bs := strings.Split(strings.Trim(b, "/"), "/")
+	var out []string
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] != bs[i] || as[i] == "" {
+			break
+		}
+		out = append(out, as[i])
+	}
+	return "/" + strings.Join(out, "/")
+}
