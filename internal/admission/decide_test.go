@@ -1,0 +1,235 @@
+package admission
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func newEngine(t testing.TB) *Engine {
+	t.Helper()
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64})
+}
+
+func decide(t testing.TB, e *Engine, room *usher.Room, tk *usher.Ticket, now time.Time) usher.Decision {
+	t.Helper()
+	d, err := e.Decide(context.Background(), room, tk, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestNoEarlyQueueing(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 5
+	for i := range 5 {
+		d := decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Millisecond))
+		if d.Outcome != usher.Admit || !d.NewlyAdmitted || !d.TicketChanged {
+			t.Fatalf("visitor %d into a room with free slots: %v", i, d.Outcome)
+		}
+		if d.Ticket.State != usher.Admitted || d.Ticket.Cell == 0 {
+			t.Fatalf("visitor %d ticket: %+v", i, d.Ticket)
+		}
+	}
+	if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Wait || d.Position != 1 {
+		t.Fatalf("sixth visitor: %v at %d, want waiting first in line", d.Outcome, d.Position)
+	}
+}
+
+func TestSessionKeptAndRenewed(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	d := decide(t, e, &room, nil, t0)
+	tk := d.Ticket
+	// Requests every 10 s for two minutes: always admitted, the session
+	// end always at least 15 s after the last request.
+	for now := t0.Add(10 * time.Second); now.Before(t0.Add(2 * time.Minute)); now = now.Add(10 * time.Second) {
+		d := decide(t, e, &room, &tk, now)
+		if d.Outcome != usher.Admit || d.NewlyAdmitted {
+			t.Fatalf("at %v: %v (newly %v), want the session kept", now.Sub(t0), d.Outcome, d.NewlyAdmitted)
+		}
+		if d.TicketChanged {
+			tk = d.Ticket
+		}
+		if end := tk.SessionEnd(&room.Settings); end.Before(now.Add(room.SessionDuration)) {
+			t.Fatalf("session ends %v, before last request + duration %v", end, now.Add(room.SessionDuration))
+		}
+		// Someone else is kept out all along: the renewal counts once.
+		if w := decide(t, e, &room, nil, now); w.Outcome != usher.Wait || w.Stats.Active != 1 {
+			t.Fatalf("another visitor at %v: %v with active %d", now.Sub(t0), w.Outcome, w.Stats.Active)
+		}
+	}
+}
+
+func TestSessionEndsWithoutRenewal(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.DisableSessionRenewal = true
+	tk := decide(t, e, &room, nil, t0).Ticket
+	if d := decide(t, e, &room, &tk, t0.Add(14*time.Second)); d.Outcome != usher.Admit || d.TicketChanged {
+		t.Fatalf("within the session: %v changed=%v", d.Outcome, d.TicketChanged)
+	}
+	d := decide(t, e, &room, &tk, t0.Add(15*time.Second))
+	if !d.NewlyAdmitted {
+		t.Fatalf("after the session: newly admitted = %v, want a new admission", d.NewlyAdmitted)
+	}
+	if !d.Ticket.ArrivedAt.Equal(t0.Add(15 * time.Second)) {
+		t.Fatalf("after the session the visitor arrives anew, got arrival %v", d.Ticket.ArrivedAt)
+	}
+}
+
+func TestAbandonedWaitersDoNotStall(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom() // 2 s refresh, 15 s sessions
+	room.TotalActiveUsers = 1
+	holder := decide(t, e, &room, nil, t0).Ticket
+	// Three waiters arrive and then close the tab.
+	for i := 1; i <= 3; i++ {
+		decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Second))
+	}
+	// A fourth keeps checking in.
+	w := decide(t, e, &room, nil, t0.Add(4*time.Second)).Ticket
+	_ = holder
+	// The holder leaves: its session ends at 15 s. The fourth waiter must be
+	// in within one refresh interval plus the dead waiters' grace.
+	deadline := t0.Add(15*time.Second + room.RefreshInterval + MaxJitter(room.RefreshInterval) + Grace(room.RefreshInterval))
+	for now := t0.Add(6 * time.Second); ; {
+		d := decide(t, e, &room, &w, now)
+		if d.Outcome == usher.Admit {
+			if now.After(deadline) {
+				t.Fatalf("admitted at %v, after %v", now.Sub(t0), deadline.Sub(t0))
+			}
+			return
+		}
+		if now.After(deadline) {
+			t.Fatalf("still waiting at %v behind abandoned places (position %d)", now.Sub(t0), d.Position)
+		}
+		w = d.Ticket
+		now = w.NextCheckIn
+	}
+}
+
+func TestCheckInsAreJittered(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	room.RefreshInterval = 20 * time.Second
+	decide(t, e, &room, nil, t0)
+	seen := map[time.Duration]bool{}
+	for i := range 50 {
+		d := decide(t, e, &room, nil, t0)
+		j := d.RefreshAfter - room.RefreshInterval
+		if j < -MaxJitter(room.RefreshInterval) || j > MaxJitter(room.RefreshInterval) {
+			t.Fatalf("waiter %d refreshes after %v, jitter out of bounds", i, d.RefreshAfter)
+		}
+		if d.Ticket.Jitter != j {
+			t.Fatalf("ticket jitter %v, page waits %v", d.Ticket.Jitter, d.RefreshAfter)
+		}
+		seen[j] = true
+	}
+	if len(seen) < 25 {
+		t.Fatalf("50 waiters share only %d refresh offsets", len(seen))
+	}
+}
+
+func TestSwitches(t *testing.T) {
+	t.Run("suspended passes without counting", func(t *testing.T) {
+		e := newEngine(t)
+		room := simRoom()
+		room.Suspended = true
+		if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Pass || d.TicketChanged {
+			t.Fatalf("suspended: %v changed=%v", d.Outcome, d.TicketChanged)
+		}
+		if st, _ := e.Status(context.Background(), &room, t0); st.Active != 0 || st.Waiting != 0 {
+			t.Fatalf("suspended room counted: %+v", st)
+		}
+	})
+	t.Run("queue_all queues new visitors and keeps sessions", func(t *testing.T) {
+		e := newEngine(t)
+		room := simRoom()
+		in := decide(t, e, &room, nil, t0).Ticket
+		room.QueueAll = true
+		if d := decide(t, e, &room, nil, t0.Add(time.Second)); d.Outcome != usher.Wait || !d.QueueAll {
+			t.Fatalf("queue_all new visitor: %v", d.Outcome)
+		}
+		if d := decide(t, e, &room, &in, t0.Add(2*time.Second)); d.Outcome != usher.Admit {
+			t.Fatalf("queue_all admitted visitor: %v", d.Outcome)
+		}
+	})
+	t.Run("passthrough admits over the limit and counts", func(t *testing.T) {
+		e := newEngine(t)
+		room := simRoom()
+		room.TotalActiveUsers = 1
+		room.QueueingMethod = usher.Passthrough
+		for i := range 3 {
+			if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Admit || d.Stats.Active != int64(i+1) {
+				t.Fatalf("passthrough %d: %v active %d", i, d.Outcome, d.Stats.Active)
+			}
+		}
+	})
+	t.Run("reject turns new visitors away and keeps sessions", func(t *testing.T) {
+		e := newEngine(t)
+		room := simRoom()
+		in := decide(t, e, &room, nil, t0).Ticket
+		room.QueueingMethod = usher.Reject
+		if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Turn {
+			t.Fatalf("reject new visitor: %v", d.Outcome)
+		}
+		if d := decide(t, e, &room, &in, t0.Add(time.Second)); d.Outcome != usher.Admit {
+			t.Fatalf("reject admitted visitor: %v", d.Outcome)
+		}
+	})
+}
+
+func TestEstimatedWait(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 10
+	room.NewUsersPerMinute = 10
+	for range 10 {
+		decide(t, e, &room, nil, t0)
+	}
+	// 10 admissions in the last minute and no slots: the 20th waiter has 20
+	// people to see through at 10 a minute.
+	var d usher.Decision
+	for range 20 {
+		d = decide(t, e, &room, nil, t0.Add(time.Second))
+	}
+	if d.Position != 1 {
+		// All twenty arrived in the same second: nobody is ahead.
+		t.Fatalf("position = %d, want 1 (same bucket)", d.Position)
+	}
+	d = decide(t, e, &room, nil, t0.Add(2*time.Second))
+	if !d.WaitKnown || d.Position != 21 || d.EstimatedWait != 2*time.Minute+6*time.Second {
+		t.Fatalf("21st in line: known=%v position=%d wait=%v, want 2m6s", d.WaitKnown, d.Position, d.EstimatedWait)
+	}
+}
+
+func TestTicketFromTheFutureIsNew(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	decide(t, e, &room, nil, t0)
+	forged := usher.Ticket{State: usher.Waiting, ArrivedAt: t0.Add(-time.Hour)}
+	if d := decide(t, e, &room, &forged, t0); d.Position != 1 {
+		t.Fatalf("an old waiting ticket keeps its place: position %d", d.Position)
+	}
+	future := usher.Ticket{State: usher.Admitted, AdmittedAt: t0.Add(time.Hour), CountedAt: t0.Add(time.Hour)}
+	if d := decide(t, e, &room, &future, t0); d.Outcome == usher.Admit {
+		t.Fatal("a ticket admitted in the future was honoured")
+	}
+}

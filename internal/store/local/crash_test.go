@@ -1,0 +1,157 @@
+package local
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	bolt "go.etcd.io/bbolt"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// crashImage copies the file as a kill -9 would leave it: everything
+// committed, nothing pending in memory, and no clean close.
+func crashImage(t *testing.T, s *Store) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "crashed.db")
+	if err := s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func openAt(t *testing.T, path string, now time.Time) *Store {
+	t.Helper()
+	s, err := Open(Options{Path: path, Now: func() time.Time { return now }, FlushInterval: time.Hour,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func admitOne(t *testing.T, s *Store, now time.Time, activeExp int64) usher.AdmitResult {
+	t.Helper()
+	res, err := s.Admit(context.Background(), "r", usher.AdmitOp{
+		Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+		Bucket: now.Unix(), WaitExp: now.Unix() + 5, ActiveExp: activeExp,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestAdmissionIsDurableBeforeItReturns(t *testing.T) {
+	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
+	if res := admitOne(t, a, t0, t0.Unix()+30); !res.Admitted {
+		t.Fatal("not admitted")
+	}
+	b := openAt(t, crashImage(t, a), t0.Add(time.Second))
+	st, _ := b.Stats(context.Background(), "r", t0.Add(2*time.Second))
+	if st.Active != 1 || st.AdmittedLastMinute != 1 {
+		t.Fatalf("after a crash right after the admission: %+v, want it counted", st)
+	}
+	if res := admitOne(t, b, t0.Add(2*time.Second), t0.Unix()+32); res.Admitted {
+		t.Fatal("the room's only slot was given twice across a crash")
+	}
+}
+
+func TestLostMoveNeverUndercounts(t *testing.T) {
+	ctx := context.Background()
+	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
+	admitOne(t, a, t0, t0.Unix()+30)
+	// Activity moves the visitor to a later cell; the write is still
+	// pending when the process dies.
+	moved := usher.Cell{Exp: t0.Unix() + 35, At: t0.Add(5 * time.Second)}
+	if err := a.Touch(ctx, "r", moved.At, []usher.Move{{From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: moved.Exp}}); err != nil {
+		t.Fatal(err)
+	}
+	b := openAt(t, crashImage(t, a), t0.Add(6*time.Second))
+	// The visitor's ticket says it is in the later cell; it renews again.
+	if err := b.Touch(ctx, "r", t0.Add(10*time.Second), []usher.Move{{From: moved, To: t0.Unix() + 40}}); err != nil {
+		t.Fatal(err)
+	}
+	for sec := int64(10); sec < 40; sec++ {
+		st, _ := b.Stats(ctx, "r", t0.Add(time.Duration(sec)*time.Second))
+		if st.Active < 1 {
+			t.Fatalf("at +%ds active = %d while the visitor's session runs", sec, st.Active)
+		}
+	}
+}
+
+func TestCleanCloseTrustsEveryCell(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "u.db")
+	a, err := Open(Options{Path: path, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitOne(t, a, t0, t0.Unix()+30)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := openAt(t, path, t0.Add(6*time.Second))
+	if len(b.lossy) != 0 {
+		t.Fatalf("lossy spans after a clean close: %v", b.lossy)
+	}
+	if err := b.Touch(ctx, "r", t0.Add(10*time.Second), []usher.Move{{From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: t0.Unix() + 40}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := b.Stats(ctx, "r", t0.Add(11*time.Second)); st.Active != 1 {
+		t.Fatalf("active after a move on a cleanly reopened store = %d, want exactly 1", st.Active)
+	}
+}
+
+func TestWaitersKeepTheirCountAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "u.db")
+	a, err := Open(Options{Path: path, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitOne(t, a, t0, t0.Unix()+300)
+	for i := 1; i <= 3; i++ {
+		now := t0.Add(time.Duration(i) * time.Second)
+		if _, err := a.Admit(ctx, "r", usher.AdmitOp{Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+			Bucket: now.Unix(), WaitExp: now.Unix() + 60, ActiveExp: now.Unix() + 300}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Time passes and the check-ins are flushed; then the process dies.
+	if err := a.Touch(ctx, "r", t0.Add(4500*time.Millisecond), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.flush(false); err != nil {
+		t.Fatal(err)
+	}
+	b := openAt(t, crashImage(t, a), t0.Add(5*time.Second))
+	now := t0.Add(6 * time.Second)
+	res, err := b.Admit(ctx, "r", usher.AdmitOp{Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+		Bucket: t0.Unix() + 3, From: usher.Cell{Exp: t0.Unix() + 63, At: t0.Add(3 * time.Second)},
+		WaitExp: now.Unix() + 60, ActiveExp: now.Unix() + 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Admitted || res.Ahead != 2 || res.Waiting != 3 {
+		t.Fatalf("third waiter after a crash: %+v, want 2 ahead of it and 3 waiting", res)
+	}
+}
+
+func TestSecondProcessCannotOpenTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "u.db")
+	openAt(t, path, t0)
+	start := time.Now()
+	_, err := Open(Options{Path: path})
+	if err == nil {
+		t.Fatal("a second store opened the same file")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("the lock took %v to refuse", time.Since(start))
+	}
+}
