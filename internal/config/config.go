@@ -1,0 +1,194 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// Config is usher's configuration. Parse and Load return it with the
+// defaults filled in and validated; the zero value is not valid (it has no
+// listener), Default is.
+type Config struct {
+	// Listen is the public listener's address, host:port. Default sets
+	// 127.0.0.1:8080; empty is invalid.
+	Listen string
+	// Origin is the URL that requests matching no room are proxied to, and
+	// the origin of every room that names none. Empty: requests matching no
+	// room are answered 404.
+	Origin string
+	// TrustedProxies are the IP addresses and CIDR prefixes of the proxies
+	// whose X-Forwarded-* headers are believed. Empty: none are, and the
+	// client is the connection's peer. See TrustedProxyPrefixes.
+	TrustedProxies []string
+	// Admin is the private admin listener. Zero: there is none.
+	Admin Admin
+	// Store is where counters and keys are kept.
+	Store Store
+	// Keys is the ticket key ring. Empty: the store generates a ring on
+	// first start and keeps it. See KeyRing.
+	Keys []Key
+	// Rooms are the waiting rooms. Empty: every request is treated as
+	// matching no room.
+	Rooms []usher.Room
+}
+
+// Admin is the private admin listener: API, dashboard and metrics.
+type Admin struct {
+	// Listen is the admin listener's address, host:port; it must differ
+	// from Config.Listen. Empty: no admin listener.
+	Listen string
+	// Token is the bearer token the admin listener requires. Required, here
+	// or in TokenFile, when Listen is set. See BearerToken.
+	Token string
+	// TokenFile is a file holding the token (surrounding white space is
+	// ignored), relative to the config file's directory. Load reads it;
+	// Parse does not. Set Token or TokenFile, not both.
+	TokenFile string
+
+	fileToken string // TokenFile's content, read by Load
+	tokenRead bool   // whether Load read TokenFile
+}
+
+// BearerToken returns Token, or the content of TokenFile when Load read it;
+// "" when neither is known.
+func (a *Admin) BearerToken() string {
+	if a.Token != "" {
+		return a.Token
+	}
+	return a.fileToken
+}
+
+// Store chooses where room counters and keys are kept.
+type Store struct {
+	// Embedded keeps state on this machine: the only store for now.
+	Embedded Embedded
+}
+
+// Embedded is the single-node store kept in a local file.
+type Embedded struct {
+	// Path is where the store keeps its state. Default sets ./usher-data;
+	// a relative path is relative to usher's working directory (config does
+	// not resolve it). Empty is invalid.
+	Path string
+}
+
+// Key is one key of the ticket key ring, as written in the config.
+type Key struct {
+	// ID names the key in every ticket it seals: 1 to 16 of A-Z, a-z, 0-9,
+	// '_' and '-'; unique in the ring.
+	ID string
+	// Secret is 32 bytes written as 64 hex digits or in base64 (standard or
+	// URL alphabet, padded or not).
+	Secret string
+	// SecretFile is a file holding the secret, written as for Secret,
+	// relative to the config file's directory. Load reads it; Parse does
+	// not. Set Secret or SecretFile, not both.
+	SecretFile string
+
+	fileSecret string // SecretFile's content, read by Load
+	secretRead bool   // whether Load read SecretFile
+}
+
+// Default returns the configuration a file without any field describes:
+// public listener on 127.0.0.1:8080, embedded store in ./usher-data, no
+// admin listener, no rooms.
+func Default() *Config {
+	return &Config{
+		Listen: "127.0.0.1:8080",
+		Store:  Store{Embedded: Embedded{Path: "./usher-data"}},
+	}
+}
+
+// DefaultSettings returns the settings of a room that sets none but its
+// limits (which have no default): session 5m with renewal, refresh every
+// 20s, fifo, status 200, cookie SameSite lax and Secure auto, pages in
+// en-US.
+func DefaultSettings() usher.Settings {
+	return usher.Settings{
+		SessionDuration:         5 * time.Minute,
+		QueueingMethod:          usher.FIFO,
+		QueueingStatusCode:      200,
+		CookieAttributes:        usher.CookieAttributes{SameSite: "lax", Secure: "auto"},
+		DefaultTemplateLanguage: "en-US",
+		RefreshInterval:         20 * time.Second,
+	}
+}
+
+// defaultRoom is what a room's fields are decoded over.
+func defaultRoom() usher.Room {
+	return usher.Room{
+		Routes:   []usher.Route{{Path: "/"}},
+		Settings: DefaultSettings(),
+	}
+}
+
+// applyDefaults fills in the fields that depend on others: a room's name is
+// its id and its origin the top-level origin unless set.
+func (c *Config) applyDefaults() {
+	for i := range c.Rooms {
+		r := &c.Rooms[i]
+		if r.Name == "" {
+			r.Name = r.ID
+		}
+		if r.Origin == "" {
+			r.Origin = c.Origin
+		}
+	}
+}
+
+// TrustedProxyPrefixes returns TrustedProxies parsed, a single address as a
+// one-address prefix; an error names the first entry that is neither an
+// address nor a CIDR prefix.
+func (c *Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, s := range c.TrustedProxies {
+		p, err := parseProxy(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted_proxies[%d]: %w", i, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// parseProxy parses an IP address or a CIDR prefix.
+func parseProxy(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("must be an IP address or CIDR prefix, got %q", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("must be an IP address or CIDR prefix, got %q", s)
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+// KeyRing returns Keys decoded, in order; nil when none are configured. It
+// fails when a secret does not decode or a SecretFile was not read (the
+// config came from Parse, not Load).
+func (c *Config) KeyRing() ([]usher.Key, error) {
+	var ring []usher.Key
+	for i, k := range c.Keys {
+		s, field := k.Secret, "secret"
+		if k.SecretFile != "" {
+			if !k.secretRead {
+				return nil, fmt.Errorf("keys[%d].secret_file: %q was not read (use Load)", i, k.SecretFile)
+			}
+			s, field = k.fileSecret, "secret_file"
+		}
+		b, err := decodeSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("keys[%d].%s: %w", i, field, err)
+		}
+		ring = append(ring, usher.Key{ID: k.ID, Secret: b})
+	}
+	return ring, nil
+}

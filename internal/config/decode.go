@@ -1,0 +1,231 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder walks a YAML node tree into Go values, recording a problem (with
+// its line and path) for every value it cannot take and the line of every
+// field it sees.
+type decoder struct {
+	problems report
+	lines    map[string]int
+}
+
+// field decodes the value of one field at its place.
+type field func(n *yaml.Node, at loc)
+
+// readDocument parses data as one YAML document and returns its root, nil
+// for an empty document.
+func readDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntaxError(err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, syntaxError(err)
+	default:
+		var r report
+		r.add(next.Line, loc{}, "the file must hold one YAML document, found another")
+		return nil, r.err()
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns a YAML parser error into a *ValidationError.
+func syntaxError(err error) error {
+	var r report
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		r.add(line, loc{}, "%s", m[2])
+		return r.err()
+	}
+	r.add(0, loc{}, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	return r.err()
+}
+
+// resolve follows an alias to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// isNull reports whether n is an explicit or empty null, which leaves a
+// field unset.
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// describe shows a node in a message: a quoted string, a bare number, or
+// the kind of a collection.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!str" {
+			return strconv.Quote(n.Value)
+		}
+		return n.Value
+	}
+	return "an unexpected node"
+}
+
+// lookup returns the value of a mapping's key, or nil.
+func lookup(n *yaml.Node, key string) *yaml.Node {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return resolve(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// mapping decodes a mapping whose keys must all be in fields. A null value
+// leaves its field unset.
+func (d *decoder) mapping(n *yaml.Node, at loc, fields map[string]field) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		d.problems.add(n.Line, at, "must be a mapping, got %s", describe(n))
+		return
+	}
+	seen := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if first, dup := seen[k.Value]; dup {
+			d.problems.add(k.Line, at, "field %q is set twice (first on line %d)", k.Value, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		f, ok := fields[k.Value]
+		if !ok {
+			d.problems.add(k.Line, at, "unknown field %q", k.Value)
+			continue
+		}
+		fat := at.field(k.Value)
+		d.lines[fat.path] = k.Line
+		if !isNull(v) {
+			f(v, fat)
+		}
+	}
+}
+
+// list decodes a list, calling item for each entry.
+func (d *decoder) list(n *yaml.Node, at loc, item func(n *yaml.Node, at loc)) {
+	if n.Kind != yaml.SequenceNode {
+		d.problems.add(n.Line, at, "must be a list, got %s", describe(n))
+		return
+	}
+	for i, c := range n.Content {
+		c = resolve(c)
+		iat := at.index(i)
+		d.lines[iat.path] = c.Line
+		item(c, iat)
+	}
+}
+
+// text decodes any scalar into dst, as written.
+func (d *decoder) text(dst *string) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.ScalarNode {
+			d.problems.add(n.Line, at, "must be a string, got %s", describe(n))
+			return
+		}
+		*dst = n.Value
+	}
+}
+
+// texts decodes a list of scalars into dst.
+func (d *decoder) texts(dst *[]string) field {
+	return func(n *yaml.Node, at loc) {
+		*dst = nil
+		d.list(n, at, func(n *yaml.Node, at loc) {
+			var s string
+			d.text(&s)(n, at)
+			*dst = append(*dst, s)
+		})
+	}
+}
+
+// integer decodes an integer into dst.
+func (d *decoder) integer(dst *int) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+			d.problems.add(n.Line, at, "must be an integer, got %s", describe(n))
+			return
+		}
+		var v int
+		if err := n.Decode(&v); err != nil {
+			d.problems.add(n.Line, at, "must be an integer that fits in %d bits, got %s", strconv.IntSize, n.Value)
+			return
+		}
+		*dst = v
+	}
+}
+
+// boolean decodes true or false into dst.
+func (d *decoder) boolean(dst *bool) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			d.problems.add(n.Line, at, "must be true or false, got %s", describe(n))
+			return
+		}
+		var v bool
+		if err := n.Decode(&v); err != nil {
+			d.problems.add(n.Line, at, "must be true or false, got %s", describe(n))
+			return
+		}
+		*dst = v
+	}
+}
+
+// duration decodes a Go duration string ("90s", "5m") into dst. A bare
+// number is refused: Cloudflare counts session_duration in minutes, Go
+// durations need a unit, and guessing would be wrong half the time.
+func (d *decoder) duration(dst *time.Duration) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.ScalarNode {
+			d.problems.add(n.Line, at, "must be a duration like \"90s\" or \"5m\", got %s", describe(n))
+			return
+		}
+		switch n.ShortTag() {
+		case "!!int", "!!float":
+			d.problems.add(n.Line, at, "must be a duration with a unit, got %s: add one, like \"%sm\" or \"%ss\"", n.Value, n.Value, n.Value)
+			return
+		}
+		v, err := time.ParseDuration(n.Value)
+		if err != nil {
+			d.problems.add(n.Line, at, "must be a duration like \"90s\" or \"5m\", got %s", describe(n))
+			return
+		}
+		*dst = v
+	}
+}

@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/usherhq/usher"
+)
+
+// Explain writes, for "usher check", one sentence per room saying in plain
+// words what the room does, then one about requests that match no room.
+// It assumes c is valid.
+func (c *Config) Explain(w io.Writer) error {
+	var b strings.Builder
+	for i := range c.Rooms {
+		b.WriteString(explainRoom(&c.Rooms[i], c.Origin))
+		b.WriteByte('\n')
+	}
+	if c.Origin == "" {
+		b.WriteString("Requests that match no room are answered 404.\n")
+	} else {
+		fmt.Fprintf(&b, "Requests that match no room go to %s untouched.\n", c.Origin)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// explainRoom returns the sentence that describes a room.
+func explainRoom(rm *usher.Room, topOrigin string) string {
+	origin := rm.Origin
+	if origin == "" {
+		origin = topOrigin
+	}
+	head := fmt.Sprintf("Room %q", rm.ID)
+	if rm.Name != "" && rm.Name != rm.ID {
+		head += " (" + rm.Name + ")"
+	}
+	if rm.Suspended {
+		return fmt.Sprintf("%s is suspended: requests to %s go to %s untouched and uncounted.", head, routesText(rm.Routes), origin)
+	}
+	return fmt.Sprintf("%s covers %s and proxies to %s: %s.", head, routesText(rm.Routes), origin, strings.Join(settingsClauses(rm), "; "))
+}
+
+// settingsClauses describes a room's settings, one clause each.
+func settingsClauses(rm *usher.Room) []string {
+	s := &rm.Settings
+	limits := fmt.Sprintf("%s and %s a minute",
+		plural(s.TotalActiveUsers, "active visitor"), plural(s.NewUsersPerMinute, "new visitor"))
+	var out []string
+	queues := true
+	switch s.QueueingMethod {
+	case usher.Passthrough:
+		out = append(out, "it lets every visitor in at once without queueing, still counting them against "+limits)
+		queues = s.QueueAll
+	case usher.Reject:
+		out = append(out, "it admits up to "+limits+" and turns the rest away with the reject page instead of queueing them")
+		queues = s.QueueAll
+	default:
+		out = append(out, "it admits up to "+limits)
+	}
+	if s.QueueAll {
+		out = append(out, "queue_all is on, so every visitor without a session waits and nobody new is let in")
+	}
+	if s.DisableSessionRenewal {
+		out = append(out, fmt.Sprintf("a session lasts %s from admission, however active the visitor is", formatDuration(s.SessionDuration)))
+	} else {
+		out = append(out, fmt.Sprintf("a session lasts %s after the visitor's last request", formatDuration(s.SessionDuration)))
+	}
+	if queues {
+		order := "first in, first out"
+		if s.QueueingMethod == usher.Random {
+			order = "by lottery, every live waiter with the same chance"
+		}
+		out = append(out, fmt.Sprintf("waiting visitors check in every %s and are let in %s", formatDuration(s.RefreshInterval), order))
+		if code := s.QueueingStatusCode; code != 0 && code != 200 {
+			out = append(out, fmt.Sprintf("the waiting page answers with status %d", code))
+		}
+	}
+	return append(out, extraClauses(rm)...)
+}
+
+// extraClauses describes the settings that are usually left alone, when
+// they are not at their defaults, and then JSON answers.
+func extraClauses(rm *usher.Room) []string {
+	s := &rm.Settings
+	var out []string
+	if rm.PathCaseSensitive {
+		out = append(out, "paths match case-sensitively")
+	}
+	if s.CustomPageHTML != "" {
+		out = append(out, "the page template is "+s.CustomPageHTML)
+	}
+	if l := s.DefaultTemplateLanguage; l != "" && l != "en-US" {
+		out = append(out, "pages default to "+l)
+	}
+	ca := s.CookieAttributes
+	if s.CookieSuffix != "" || (ca.SameSite != "" && ca.SameSite != "lax") || (ca.Secure != "" && ca.Secure != "auto") {
+		cookie := "its cookie is " + rm.CookieName()
+		if ca.SameSite != "" && ca.SameSite != "lax" {
+			cookie += ", SameSite " + ca.SameSite
+		}
+		if ca.Secure != "" && ca.Secure != "auto" {
+			cookie += ", Secure " + ca.Secure
+		}
+		out = append(out, cookie)
+	}
+	if s.JSONResponseEnabled {
+		return append(out, "JSON answers are on")
+	}
+	return append(out, "JSON answers are off")
+}
+
+// routesText describes routes, grouping paths by host in order of first
+// appearance: "/ on any host", "/sale and /cart on shop.example.com, and /
+// on any host".
+func routesText(routes []usher.Route) string {
+	var hosts []string
+	paths := make(map[string][]string)
+	for _, rt := range routes {
+		h := strings.ToLower(rt.Host)
+		if _, ok := paths[h]; !ok {
+			hosts = append(hosts, h)
+		}
+		p := rt.Path
+		if p == "" {
+			p = "/"
+		}
+		paths[h] = append(paths[h], p)
+	}
+	groups := make([]string, len(hosts))
+	for i, h := range hosts {
+		on := "any host"
+		if h != "" {
+			on = h
+		}
+		groups[i] = joinAnd(paths[h]) + " on " + on
+	}
+	if len(groups) < 2 {
+		return strings.Join(groups, "")
+	}
+	return strings.Join(groups[:len(groups)-1], ", ") + ", and " + groups[len(groups)-1]
+}
+
+// plural writes n and noun, adding "s" unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
