@@ -1,0 +1,137 @@
+package gate
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// CookieMaxAge is the Max-Age of ticket cookies when the room's session is
+// shorter: long enough for a ticket to survive a browser restart. Whether
+// the ticket still holds a place or a session is up to its own times.
+const CookieMaxAge = 24 * time.Hour
+
+// openTicket returns the first ticket cookie of room in r that opens, or nil:
+// a missing, forged or foreign cookie makes a new visitor, never an error.
+func (g *Gate) openTicket(r *http.Request, room *usher.Room) *usher.Ticket {
+	name := room.CookieName()
+	for _, c := range r.CookiesNamed(name) {
+		t, err := g.sealer.Open(c.Value, room.ID, name)
+		if err == nil {
+			return &t
+		}
+		g.log.LogAttrs(r.Context(), slog.LevelDebug, "ticket did not open",
+			slog.String("request_id", server.RequestIDFrom(r.Context())),
+			slog.String("room", room.ID), slog.Any("error", err))
+	}
+	return nil
+}
+
+// setTicket adds the Set-Cookie of d's ticket when it changed. A ticket that
+// fails to seal is logged and not sent: the visitor is then new again on
+// its next request, which is the safe side.
+func (g *Gate) setTicket(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	if !d.TicketChanged || m.Room == nil {
+		return
+	}
+	room := m.Room
+	v, err := g.sealer.Seal(&d.Ticket, room.ID, room.CookieName())
+	if err == nil {
+		c := ticketCookie(room, r.URL.EscapedPath(), m.Scheme, v)
+		if err = c.Valid(); err == nil {
+			w.Header().Add("Set-Cookie", c.String())
+			return
+		}
+	}
+	g.log.LogAttrs(r.Context(), slog.LevelError, "ticket not sent",
+		slog.String("request_id", server.RequestIDFrom(r.Context())),
+		slog.String("room", room.ID), slog.Any("error", err))
+}
+
+// ticketCookie is the cookie carrying value for room, on a request for
+// rawPath (escaped, as the browser sent it) that came over scheme.
+//
+// HttpOnly always. SameSite from the room: strict, none, else lax ("auto"
+// included). Secure: "always", "never", else when scheme is https (TLS, or
+// X-Forwarded-Proto from a trusted proxy). Max-Age: CookieMaxAge or the
+// session duration, whichever is longer.
+func ticketCookie(room *usher.Room, rawPath, scheme, value string) *http.Cookie {
+	c := &http.Cookie{
+		Name:     room.CookieName(),
+		Value:    value,
+		Path:     cookiePath(room, rawPath),
+		MaxAge:   int(max(CookieMaxAge, room.SessionDuration) / time.Second),
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+	}
+	switch strings.ToLower(room.CookieAttributes.SameSite) {
+	case "strict":
+		c.SameSite = http.SameSiteStrictMode
+	case "none":
+		c.SameSite = http.SameSiteNoneMode
+	}
+	switch strings.ToLower(room.CookieAttributes.Secure) {
+	case "always":
+		c.Secure = true
+	case "never":
+	default:
+		c.Secure = scheme == "https"
+	}
+	return c
+}
+
+// cookiePath is room.CookiePath(), except that in a room whose paths are
+// case-insensitive a request that reached the room with other letter cases
+// gets the prefix as it wrote it: browsers match cookie paths
+// case-sensitively, and a cookie they never send back would make the
+// visitor new on every request.
+func cookiePath(room *usher.Room, rawPath string) string {
+	p := room.CookiePath()
+	if room.PathCaseSensitive || p == "/" || underPrefix(rawPath, p) {
+		return p
+	}
+	if len(rawPath) >= len(p) && strings.EqualFold(rawPath[:len(p)], p) && underPrefix(rawPath, rawPath[:len(p)]) {
+		return rawPath[:len(p)]
+	}
+	return p
+}
+
+// stripCookie removes the cookie called name from the Cookie headers of h,
+// keeping every other cookie byte for byte, and drops headers left empty.
+func stripCookie(h http.Header, name string) {
+	values := h["Cookie"]
+	if len(values) == 0 {
+		return
+	}
+	out := values[:0:0]
+	for _, v := range values {
+		if !strings.Contains(v, name) {
+			out = append(out, v)
+			continue
+		}
+		var kept []string
+		removed := false
+		for part := range strings.SplitSeq(v, ";") {
+			k, _, _ := strings.Cut(part, "=")
+			if strings.TrimSpace(k) == name {
+				removed = true
+				continue
+			}
+			kept = append(kept, strings.TrimLeft(part, " "))
+		}
+		if !removed {
+			out = append(out, v)
+		} else if len(kept) > 0 {
+			out = append(out, strings.Join(kept, "; "))
+		}
+	}
+	if len(out) == 0 {
+		delete(h, "Cookie")
+		return
+	}
+	h["Cookie"] = out
+}

@@ -1,0 +1,93 @@
+package gate
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// Match is what the gate found about a request before deciding.
+type Match struct {
+	// Room is the room whose route matched, nil when none did.
+	Room *usher.Room
+	// Route is the matched route, as configured.
+	Route usher.Route
+	// Path is the request path as matched: decoded and cleaned, not
+	// case-folded.
+	Path string
+	// ClientIP, Scheme and Host are the client's, through trusted proxies
+	// (server.ClientInfo). Host is as requested, port included.
+	ClientIP netip.Addr
+	Scheme   string
+	Host     string
+	// At is the time of the decision.
+	At time.Time
+}
+
+// Evaluate routes r and decides it: the one decision function of the gate,
+// shared by the reverse proxy and forward auth. A request that matches no
+// room, or a suspended room, gets Outcome Pass without a call to the
+// Decider. The error is a usher.Error to answer with server.Error: invalid
+// for a path that does not decode, unavailable (with the cause for the
+// log) when the Decider fails.
+func (g *Gate) Evaluate(r *http.Request) (Match, usher.Decision, error) {
+	m, err := g.route(r)
+	if err != nil {
+		return m, usher.Decision{}, err
+	}
+	d, err := g.decide(r, &m)
+	return m, d, err
+}
+
+// route finds the room of r.
+func (g *Gate) route(r *http.Request) (Match, error) {
+	var m Match
+	m.ClientIP, m.Scheme, m.Host = server.ClientInfo(r, g.trusted)
+	paths, err := requestPaths(r.URL)
+	if err != nil {
+		return m, usher.Errorf(usher.EInvalid, "the request path is not valid")
+	}
+	m.Path = paths[0]
+	if i := g.routes.match(m.Host, paths); i >= 0 {
+		m.Room, m.Route = g.routes[i].room, g.routes[i].orig
+	}
+	return m, nil
+}
+
+// decide asks the Decider about the visitor of m.Room, and sets m.At.
+func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
+	m.At = g.now()
+	if m.Room == nil || m.Room.Suspended {
+		return usher.Decision{Outcome: usher.Pass}, nil
+	}
+	t := g.openTicket(r, m.Room)
+	start := time.Now()
+	d, err := g.decider.Decide(r.Context(), m.Room, t, m.At)
+	if err != nil {
+		return d, &decideError{op: "decide", room: m.Room.ID, err: err}
+	}
+	if g.observe != nil {
+		g.observe(m.Room.ID, d.Outcome, time.Since(start))
+	}
+	return d, nil
+}
+
+// decideError is a failed Decide: unavailable for the visitor, with the
+// cause for the log.
+type decideError struct {
+	op   string // decide, status
+	room string
+	err  error
+}
+
+func (e *decideError) Error() string { return fmt.Sprintf("%s room %q: %v", e.op, e.room, e.err) }
+
+// Unwrap returns the visitor's error first (what usher.ErrorCode and
+// usher.ErrorMessage find), then the cause.
+func (e *decideError) Unwrap() []error {
+	return []error{usher.Errorf(usher.EUnavailable, "the waiting room is unavailable, retry in a moment"), e.err}
+}

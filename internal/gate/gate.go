@@ -1,0 +1,217 @@
+// Package gate is usher's front door. For every public request it finds the
+// room (host and path prefix, matched on the path as the origin will read
+// it), opens the visitor's ticket cookie, asks the admission engine for a
+// decision (Evaluate), and renders that decision: a reverse proxy to the
+// origin for admitted visitors, the waiting page or its JSON for waiters,
+// the reject page for a closed room. usher's own paths live under
+// /__usher/ and are never proxied.
+//
+// Evaluate is the one decision function; the reverse-proxy handler (Gate's
+// ServeHTTP) and a forward-auth handler only translate its result.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+	"github.com/usherhq/usher/internal/web"
+)
+
+// Decider is the admission engine.
+type Decider interface {
+	// Decide returns the decision for a visitor of room holding ticket t
+	// (nil when the visitor has no ticket or it did not open).
+	Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error)
+	// Status returns the room's live counters.
+	Status(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error)
+}
+
+// Sealer is the ticket cookie codec (internal/ticket.Ring).
+type Sealer interface {
+	// Seal returns the cookie value of t, bound to room and cookieName.
+	Seal(t *usher.Ticket, room, cookieName string) (string, error)
+	// Open returns the ticket sealed in value; an error when value is not a
+	// ticket of room and cookieName sealed with a known key.
+	Open(value, room, cookieName string) (usher.Ticket, error)
+}
+
+// Options configure a Gate.
+type Options struct {
+	// Rooms are the rooms the gate guards. Room IDs must be unique and no
+	// two routes may have the same host and path. The gate keeps the
+	// pointers and never changes the rooms; to change them, build a new
+	// Gate.
+	Rooms []*usher.Room
+	// DefaultOrigin is where requests that match no room are proxied, and
+	// the origin of rooms that have none. Empty: such requests get 404.
+	DefaultOrigin string
+	// Decider decides admissions. Required.
+	Decider Decider
+	// Sealer seals and opens ticket cookies. Required.
+	Sealer Sealer
+	// Trusted are the proxies whose X-Forwarded-For, -Proto and -Host are
+	// believed (server.ClientInfo). Nil trusts nobody.
+	Trusted []netip.Prefix
+	// Now returns the time of decisions (nil: time.Now).
+	Now func() time.Time
+	// Logger receives the gate's logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// Observe, when not nil, is called after each successful Decide with
+	// the room id, the outcome and how long Decide took. Suspended rooms,
+	// unmatched requests and failed decisions are not observed.
+	Observe func(room string, o usher.Outcome, d time.Duration)
+	// Transport carries proxied requests (nil: a clone of
+	// http.DefaultTransport keeping up to 100 idle connections per origin).
+	Transport http.RoundTripper
+	// Pages renders the waiting and reject pages (nil: web.Default()).
+	Pages *web.Pages
+}
+
+// Gate is the reverse-proxy handler in front of the origins. It is safe for
+// concurrent use.
+type Gate struct {
+	rooms         map[string]*usher.Room
+	routes        table
+	origins       map[*usher.Room]*url.URL
+	defaultOrigin *url.URL
+	decider       Decider
+	sealer        Sealer
+	trusted       []netip.Prefix
+	now           func() time.Time
+	log           *slog.Logger
+	observe       func(string, usher.Outcome, time.Duration)
+	pages         *web.Pages
+	proxy         *httputil.ReverseProxy
+}
+
+// New returns a Gate for opts, or an error naming the first problem found
+// (a missing Decider or Sealer, a duplicate room or route, a bad origin).
+func New(opts Options) (*Gate, error) {
+	if opts.Decider == nil {
+		return nil, errors.New("gate: no decider")
+	}
+	if opts.Sealer == nil {
+		return nil, errors.New("gate: no sealer")
+	}
+	g := &Gate{
+		rooms:   make(map[string]*usher.Room, len(opts.Rooms)),
+		origins: make(map[*usher.Room]*url.URL, len(opts.Rooms)),
+		decider: opts.Decider,
+		sealer:  opts.Sealer,
+		trusted: opts.Trusted,
+		now:     opts.Now,
+		log:     opts.Logger,
+		observe: opts.Observe,
+		pages:   opts.Pages,
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.pages == nil {
+		g.pages = web.Default()
+	}
+	var err error
+	if opts.DefaultOrigin != "" {
+		if g.defaultOrigin, err = parseOrigin(opts.DefaultOrigin); err != nil {
+			return nil, fmt.Errorf("gate: default origin: %w", err)
+		}
+	}
+	for _, room := range opts.Rooms {
+		if room == nil || room.ID == "" {
+			return nil, errors.New("gate: a room has no id")
+		}
+		if _, dup := g.rooms[room.ID]; dup {
+			return nil, fmt.Errorf("gate: room %q is defined twice", room.ID)
+		}
+		g.rooms[room.ID] = room
+		g.origins[room] = g.defaultOrigin
+		if room.Origin != "" {
+			if g.origins[room], err = parseOrigin(room.Origin); err != nil {
+				return nil, fmt.Errorf("gate: room %q: origin: %w", room.ID, err)
+			}
+		}
+	}
+	if g.routes, err = newTable(opts.Rooms); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	transport := opts.Transport
+	if transport == nil {
+		transport = defaultTransport()
+	}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:      g.rewrite,
+		Transport:    transport,
+		ErrorHandler: g.proxyError,
+		ErrorLog:     slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	return g, nil
+}
+
+// parseOrigin parses an absolute http or https URL.
+func parseOrigin(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an absolute http or https URL", s)
+	}
+	return u, nil
+}
+
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = 100
+	return t
+}
+
+// ServeHTTP routes the request, decides, and proxies, queues or rejects.
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m, err := g.route(r)
+	if err != nil {
+		g.fail(w, r, err)
+		return
+	}
+	if own, rest := ownPath(m.Path); own {
+		g.serveOwn(w, r, rest)
+		return
+	}
+	d, err := g.decide(r, &m)
+	if err != nil {
+		g.fail(w, r, err)
+		return
+	}
+	switch d.Outcome {
+	case usher.Pass:
+		g.forward(w, r, m, d, false)
+	case usher.Admit:
+		g.forward(w, r, m, d, true)
+	case usher.Wait:
+		g.wait(w, r, m, d)
+	case usher.Turn:
+		g.reject(w, r, m, d)
+	default:
+		g.fail(w, r, fmt.Errorf("room %q: decision with outcome %v", m.Room.ID, d.Outcome))
+	}
+}
+
+// fail answers err through server.Error, logging with the gate's logger.
+func (g *Gate) fail(w http.ResponseWriter, r *http.Request, err error) {
+	server.Error(w, r.WithContext(server.ContextWithLogger(r.Context(), g.log)), err)
+}

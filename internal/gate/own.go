@@ -1,0 +1,98 @@
+package gate
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// OwnPrefix is the path prefix reserved for usher: requests under it are
+// answered by usher and never proxied, whatever the rooms.
+const OwnPrefix = "/__usher/"
+
+// ownPath reports whether the cleaned path p is under OwnPrefix (letter
+// case ignored) and returns the rest of it.
+func ownPath(p string) (bool, string) {
+	if len(p) < len(OwnPrefix)-1 || !strings.EqualFold(p[:len(OwnPrefix)-1], OwnPrefix[:len(OwnPrefix)-1]) {
+		return false, ""
+	}
+	if len(p) == len(OwnPrefix)-1 {
+		return true, ""
+	}
+	if p[len(OwnPrefix)-1] != '/' {
+		return false, ""
+	}
+	return true, p[len(OwnPrefix):]
+}
+
+// serveOwn answers usher's own paths (rest is the path after OwnPrefix):
+//
+//	status/<room>  the room's live counters as JSON
+//	assets/<name>  the static assets of the pages
+//
+// Anything else is 404.
+func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
+	kind, arg, _ := strings.Cut(rest, "/")
+	switch strings.ToLower(kind) {
+	case "status":
+		g.serveStatus(w, r, arg)
+	case "assets":
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = "/"+arg, ""
+		r2.URL = &u
+		g.pages.AssetHandler().ServeHTTP(w, r2)
+	default:
+		g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))
+	}
+}
+
+// statusJSON is the answer of /__usher/status/<room>.
+type statusJSON struct {
+	ID                 string `json:"id"`
+	Name               string `json:"name"`
+	Active             int64  `json:"active"`
+	Waiting            int64  `json:"waiting"`
+	AdmittedLastMinute int64  `json:"admitted_last_minute"`
+	Slots              int64  `json:"slots"`
+	TotalActiveUsers   int    `json:"total_active_users"`
+	NewUsersPerMinute  int    `json:"new_users_per_minute"`
+	QueueingMethod     string `json:"queueing_method"`
+}
+
+func (g *Gate) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		server.WriteError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	room := g.rooms[id]
+	if room == nil {
+		g.fail(w, r, usher.Errorf(usher.ENotFound, "no room %q", id))
+		return
+	}
+	st, err := g.decider.Status(r.Context(), room, g.now())
+	if err != nil {
+		g.fail(w, r, &decideError{op: "status", room: room.ID, err: err})
+		return
+	}
+	method := string(room.QueueingMethod)
+	if method == "" {
+		method = string(usher.FIFO)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	g.writeJSON(w, r, http.StatusOK, statusJSON{
+		ID:                 room.ID,
+		Name:               room.Name,
+		Active:             st.Active,
+		Waiting:            st.Waiting,
+		AdmittedLastMinute: st.AdmittedLastMinute,
+		Slots:              st.Slots,
+		TotalActiveUsers:   room.TotalActiveUsers,
+		NewUsersPerMinute:  room.NewUsersPerMinute,
+		QueueingMethod:     method,
+	})
+}

@@ -1,0 +1,117 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// proxyKey keys the proxyInfo of a request in its context.
+type proxyKey struct{}
+
+// proxyInfo is what rewrite needs to know about one proxied request.
+type proxyInfo struct {
+	target      *url.URL
+	room        string // for logs; "" when no room matched
+	cookie      string // usher cookie to remove from the request; "" none
+	peer        netip.Addr
+	peerTrusted bool
+	scheme      string
+	host        string
+}
+
+// forward proxies r to the origin of m's room (the default origin when
+// there is no room, or the room has no origin of its own), with the ticket
+// cookie set when it changed. Admitted requests (admit) lose the usher
+// cookie on the way; passed ones keep the request as it came.
+func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision, admit bool) {
+	target := g.defaultOrigin
+	info := &proxyInfo{scheme: m.Scheme, host: m.Host}
+	if m.Room != nil {
+		target = g.origins[m.Room]
+		info.room = m.Room.ID
+		if admit {
+			info.cookie = m.Room.CookieName()
+		}
+	}
+	g.setTicket(w, r, m, d)
+	if target == nil {
+		if m.Room == nil {
+			g.fail(w, r, usher.Errorf(usher.ENotFound, "nothing is served at this address"))
+			return
+		}
+		g.log.LogAttrs(r.Context(), slog.LevelError, "room has no origin",
+			slog.String("request_id", server.RequestIDFrom(r.Context())), slog.String("room", m.Room.ID))
+		server.WriteError(w, r, http.StatusBadGateway, "the site is not reachable through the waiting room")
+		return
+	}
+	info.target = target
+	info.peer = server.PeerAddr(r)
+	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxyKey{}, info)))
+}
+
+// rewrite builds the outgoing request: the origin's URL (and Host), usher's
+// cookie and any client-sent X-Usher-* headers removed, X-Forwarded-For,
+// -Proto and -Host from the client info. ReverseProxy has already removed
+// hop-by-hop headers and the client's Forwarded and X-Forwarded-* headers;
+// X-Forwarded-For keeps the earlier hops only when the peer is trusted.
+//
+// Responses are streamed: ReverseProxy flushes at once for event streams
+// and bodies of unknown length, and the default FlushInterval (0) suffices.
+func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
+	info, _ := pr.In.Context().Value(proxyKey{}).(*proxyInfo)
+	if info == nil {
+		return // not reached: forward always sets it; the request then fails with a 502
+	}
+	pr.SetURL(info.target)
+	h := pr.Out.Header
+	for k := range h {
+		if len(k) >= len("X-Usher-") && strings.EqualFold(k[:len("X-Usher-")], "X-Usher-") {
+			delete(h, k)
+		}
+	}
+	if info.cookie != "" {
+		stripCookie(h, info.cookie)
+	}
+	if info.peer.IsValid() {
+		xff := info.peer.String()
+		if prior := pr.In.Header.Values("X-Forwarded-For"); info.peerTrusted && len(prior) > 0 {
+			xff = strings.Join(prior, ", ") + ", " + xff
+		}
+		h.Set("X-Forwarded-For", xff)
+	}
+	h.Set("X-Forwarded-Proto", info.scheme)
+	if info.host != "" {
+		h.Set("X-Forwarded-Host", info.host)
+	}
+}
+
+// proxyError answers a request the origin did not answer: 502 with the
+// branded page, the cause in the log. A client that went away is only noted.
+func (g *Gate) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	info, _ := r.Context().Value(proxyKey{}).(*proxyInfo)
+	level := slog.LevelError
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", server.RequestIDFrom(r.Context())),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Any("error", err),
+	}
+	if info != nil {
+		attrs = append(attrs, slog.String("room", info.room), slog.String("origin", info.target.Redacted()))
+	}
+	g.log.LogAttrs(r.Context(), level, "origin request failed", attrs...)
+	server.WriteError(w, r, http.StatusBadGateway, "the site did not answer, retry in a moment")
+}

@@ -1,0 +1,129 @@
+package gate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/server"
+	"github.com/usherhq/usher/internal/web"
+)
+
+// waitingRoomJSON is the JSON answer to a waiter, under "usherWaitingRoom":
+// Cloudflare's fields (cfWaitingRoom), so that apps port over, plus
+// position and peopleAhead.
+type waitingRoomJSON struct {
+	InWaitingRoom          bool   `json:"inWaitingRoom"`
+	WaitTimeKnown          bool   `json:"waitTimeKnown"`
+	WaitTime               int64  `json:"waitTime"`
+	WaitTimeFormatted      string `json:"waitTimeFormatted"`
+	QueueIsFull            bool   `json:"queueIsFull"`
+	QueueAll               bool   `json:"queueAll"`
+	LastUpdated            string `json:"lastUpdated"`
+	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
+	QueueingMethod         string `json:"queueingMethod"`
+	IsFIFOQueue            bool   `json:"isFIFOQueue"`
+	IsRandomQueue          bool   `json:"isRandomQueue"`
+	Position               int64  `json:"position"`
+	PeopleAhead            int64  `json:"peopleAhead"`
+}
+
+func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
+	return waitingRoomJSON{
+		InWaitingRoom:          true,
+		WaitTimeKnown:          pd.WaitKnown,
+		WaitTime:               pd.WaitMinutes,
+		WaitTimeFormatted:      pd.WaitFormatted,
+		QueueIsFull:            false, // usher never caps its queue
+		QueueAll:               pd.QueueAll,
+		LastUpdated:            pd.LastUpdated.UTC().Format(time.RFC3339),
+		RefreshIntervalSeconds: pd.RefreshSeconds,
+		QueueingMethod:         pd.QueueingMethod,
+		IsFIFOQueue:            pd.IsFIFO(),
+		IsRandomQueue:          pd.IsRandom(),
+		Position:               pd.Position,
+		PeopleAhead:            pd.PeopleAhead,
+	}
+}
+
+// queueingStatus is the room's status for waiting and reject answers.
+func queueingStatus(room *usher.Room) int {
+	if room.QueueingStatusCode == 0 {
+		return http.StatusOK
+	}
+	return room.QueueingStatusCode
+}
+
+// wait answers a waiter: the waiting page, or JSON when the room allows it
+// and the request asks for it. Never cached; the ticket cookie goes with it.
+// The Refresh header (as Cloudflare's) tells apps when to check in again;
+// browsers refresh at the same moment as the page's meta refresh.
+func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	g.setTicket(w, r, m, d)
+	pd := web.NewPageData(m.Room, d, m.At)
+	status := queueingStatus(m.Room)
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Refresh", strconv.Itoa(pd.RefreshSeconds))
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", strconv.Itoa(pd.RefreshSeconds))
+	}
+	if m.Room.JSONResponseEnabled {
+		h.Add("Vary", "Accept")
+		if server.AcceptsJSON(r) {
+			g.writeJSON(w, r, status, struct {
+				W waitingRoomJSON `json:"usherWaitingRoom"`
+			}{newWaitingRoomJSON(pd)})
+			return
+		}
+	}
+	g.writePage(w, r, status, web.PageWaiting, pd)
+}
+
+// reject answers a visitor the room turns away: the reject page, with the
+// room's queueing status code, never cached.
+func (g *Gate) reject(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	g.setTicket(w, r, m, d)
+	w.Header().Set("Cache-Control", "no-store")
+	g.writePage(w, r, queueingStatus(m.Room), web.PageReject, web.NewPageData(m.Room, d, m.At))
+}
+
+// writePage renders page before writing anything, so that a template error
+// becomes a clean 500.
+func (g *Gate) writePage(w http.ResponseWriter, r *http.Request, status int, page string, pd web.PageData) {
+	var buf bytes.Buffer
+	if err := g.pages.Render(&buf, page, pd); err != nil {
+		g.fail(w, r, fmt.Errorf("room %q: %w", pd.RoomID, err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = buf.WriteTo(w)
+	}
+}
+
+// writeJSON writes v as JSON with status.
+func (g *Gate) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		g.fail(w, r, fmt.Errorf("encode json: %w", err))
+		return
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
+}

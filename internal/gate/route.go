@@ -1,0 +1,173 @@
+package gate
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher"
+)
+
+// route is one room route, normalised for matching.
+type route struct {
+	room  *usher.Room
+	orig  usher.Route
+	host  string // lower case, no port, no trailing dot; "" matches any host
+	path  string // cleaned, rooted, no trailing slash ("/" matches all)
+	exact bool   // the room's paths are case-sensitive
+}
+
+// table holds every route, most specific first: longest path, then a
+// specific host before any host.
+type table []route
+
+func newTable(rooms []*usher.Room) (table, error) {
+	var t table
+	seen := map[string]string{}
+	for _, room := range rooms {
+		for _, rt := range room.Routes {
+			r := route{room: room, orig: rt, host: normHost(rt.Host), path: cleanPath(rt.Path), exact: room.PathCaseSensitive}
+			if !r.exact {
+				r.path = strings.ToLower(r.path)
+			}
+			key := r.host + " " + r.path
+			if other, ok := seen[key]; ok {
+				return nil, fmt.Errorf("room %q: route %q%q is also a route of room %q", room.ID, rt.Host, rt.Path, other)
+			}
+			seen[key] = room.ID
+			t = append(t, r)
+		}
+	}
+	slices.SortStableFunc(t, func(a, b route) int {
+		if c := cmp.Compare(len(b.path), len(a.path)); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(b.host), len(a.host))
+	})
+	return t, nil
+}
+
+// match returns the index of the most specific route that matches host (as
+// requested, port included) and any of the candidate paths, or -1.
+func (t table) match(host string, paths []string) int {
+	host = normHost(host)
+	best := -1
+	for _, p := range paths {
+		var lower string
+		for i, r := range t {
+			if best >= 0 && i >= best {
+				break
+			}
+			if r.host != "" && r.host != host {
+				continue
+			}
+			q := p
+			if !r.exact {
+				if lower == "" {
+					lower = strings.ToLower(p)
+				}
+				q = lower
+			}
+			if underPrefix(q, r.path) {
+				best = i
+				break
+			}
+		}
+	}
+	return best
+}
+
+// underPrefix reports whether p is prefix or below it at a segment
+// boundary; prefix has no trailing slash except for "/".
+func underPrefix(p, prefix string) bool {
+	if prefix == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, prefix) && (len(p) == len(prefix) || p[len(prefix)] == '/')
+}
+
+// requestPaths returns the request path as origins may see it, for
+// matching: percent-decoded, backslashes read as slashes, cleaned (dot
+// segments and repeated slashes resolved) and rooted. The first element is
+// that reading. Further readings are added when the escaped path holds an
+// encoded slash or backslash (kept inside its segment, as some servers do)
+// or a ";" (path parameters dropped from each segment, as Java servers do),
+// so that no reading an origin might make walks around a room: the most
+// specific room matched by any reading wins. It fails when the path does
+// not decode or holds a NUL.
+func requestPaths(u *url.URL) ([]string, error) {
+	esc := u.EscapedPath()
+	p, err := decodePath(esc)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{cleanPath(p)}
+	if strings.Contains(esc, "%2") || strings.Contains(esc, "%5") {
+		lit := strings.NewReplacer("%2f", "%252F", "%2F", "%252F", "%5c", "%255C", "%5C", "%255C").Replace(esc)
+		if q, err := decodePath(lit); err == nil {
+			paths = appendNew(paths, cleanPath(q))
+		}
+	}
+	if strings.IndexByte(p, ';') >= 0 {
+		for _, q := range slices.Clone(paths) {
+			paths = appendNew(paths, cleanPath(dropParams(q)))
+		}
+		paths = appendNew(paths, cleanPath(dropParams(p)))
+	}
+	return paths, nil
+}
+
+func decodePath(esc string) (string, error) {
+	p, err := url.PathUnescape(esc)
+	if err != nil {
+		return "", err
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("NUL in path")
+	}
+	return p, nil
+}
+
+func appendNew(paths []string, p string) []string {
+	if slices.Contains(paths, p) {
+		return paths
+	}
+	return append(paths, p)
+}
+
+// dropParams removes ";..." from every segment of p.
+func dropParams(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if j := strings.IndexByte(s, ';'); j >= 0 {
+			segs[i] = s[:j]
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// cleanPath reads backslashes as slashes and applies path.Clean to the
+// rooted path.
+func cleanPath(p string) string {
+	p = strings.ReplaceAll(p, `\`, "/")
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return path.Clean(p)
+}
+
+// normHost lower-cases h and strips its port, the brackets of an IPv6
+// literal and a trailing dot.
+func normHost(h string) string {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			h = h[1:i]
+		}
+	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+		h = h[:i]
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}

@@ -1,0 +1,175 @@
+package web
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// DefaultRefresh is the check-in interval used when neither the decision nor
+// the room gives one.
+const DefaultRefresh = 20 * time.Second
+
+// PageData is what the page templates see; custom templates get the same
+// fields and methods.
+type PageData struct {
+	// Lang is the page's language tag, for <html lang> ("en" when empty).
+	Lang string
+	// RoomID is the room's id.
+	RoomID string
+	// RoomName is shown to the visitor (the room's Name, else its ID).
+	RoomName string
+	// Position is the visitor's place in line, 1 being next; 0 when not
+	// waiting. With the random method it only counts earlier arrivals and
+	// the page shows Waiting instead.
+	Position int64
+	// PeopleAhead is Position - 1, never below zero.
+	PeopleAhead int64
+	// Waiting is the number of live waiters in the room.
+	Waiting int64
+	// AdmittedLastMinute is the number of visitors let in during the last
+	// 60 seconds.
+	AdmittedLastMinute int64
+	// WaitKnown reports whether WaitMinutes and WaitFormatted mean anything.
+	WaitKnown bool
+	// WaitMinutes is the estimated wait rounded up to whole minutes (0 when
+	// unknown, or less than a minute).
+	WaitMinutes int64
+	// WaitFormatted is WaitMinutes in words: "less than a minute",
+	// "1 minute", "3 minutes", "1 hour 5 minutes"; empty when unknown.
+	WaitFormatted string
+	// RefreshSeconds is when the page checks in again, in whole seconds
+	// (rounded up, at least 1): the meta refresh and the countdown.
+	RefreshSeconds int
+	// LastUpdated is the time of the decision the page shows.
+	LastUpdated time.Time
+	// QueueingMethod is fifo, random, passthrough or reject.
+	QueueingMethod string
+	// QueueAll reports that the room lets nobody in for now.
+	QueueAll bool
+	// Progress, between 0 and 1, is how close the visitor is to the front,
+	// from data that needs no memory of the visitor's first position:
+	//
+	//	Progress = A / (A + n)
+	//
+	// with A the admissions of the last minute and n the visitor's position
+	// (fifo) or the number of live waiters (random). Picture the last
+	// minute's admissions followed by the line still ahead: Progress is the
+	// share of it already through the door. It rises as the line moves and
+	// as the visitor nears the front, is 0 while nobody is let in, and
+	// equals 1 / (1 + wait in minutes) when the wait is n / A minutes. It
+	// is a gauge of nearness, not a fraction of the total wait.
+	Progress float64
+}
+
+// NewPageData returns the page data for decision d of room, made at now.
+func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
+	method := string(room.QueueingMethod)
+	if method == "" {
+		method = string(usher.FIFO)
+	}
+	name := room.Name
+	if name == "" {
+		name = room.ID
+	}
+	pd := PageData{
+		Lang:               "en",
+		RoomID:             room.ID,
+		RoomName:           name,
+		Position:           d.Position,
+		PeopleAhead:        max(d.Position-1, 0),
+		Waiting:            d.Stats.Waiting,
+		AdmittedLastMinute: d.Stats.AdmittedLastMinute,
+		WaitKnown:          d.WaitKnown,
+		RefreshSeconds:     RefreshSeconds(d.RefreshAfter, room.RefreshInterval),
+		LastUpdated:        now.UTC(),
+		QueueingMethod:     method,
+		QueueAll:           d.QueueAll,
+	}
+	if d.WaitKnown {
+		pd.WaitMinutes = int64(math.Ceil(max(d.EstimatedWait, 0).Minutes()))
+		pd.WaitFormatted = FormatMinutes(pd.WaitMinutes)
+	}
+	n := d.Position
+	if method == string(usher.Random) && d.Stats.Waiting > 0 {
+		n = d.Stats.Waiting
+	}
+	pd.Progress = Progress(d.Stats.AdmittedLastMinute, n)
+	return pd
+}
+
+// Progress returns admitted / (admitted + n), between 0 and 1; see
+// PageData.Progress.
+func Progress(admitted, n int64) float64 {
+	if admitted <= 0 {
+		return 0
+	}
+	return float64(admitted) / float64(admitted+max(n, 0))
+}
+
+// RefreshSeconds returns after in whole seconds, rounded up; fallback when
+// after is not positive, DefaultRefresh when neither is; at least 1.
+func RefreshSeconds(after, fallback time.Duration) int {
+	if after <= 0 {
+		after = fallback
+	}
+	if after <= 0 {
+		after = DefaultRefresh
+	}
+	return max(int(math.Ceil(after.Seconds())), 1)
+}
+
+// FormatMinutes writes a wait of n whole minutes in words.
+func FormatMinutes(n int64) string {
+	if n <= 0 {
+		return "less than a minute"
+	}
+	h, m := n/60, n%60
+	switch {
+	case h == 0:
+		return plural(m, "minute")
+	case m == 0:
+		return plural(h, "hour")
+	}
+	return plural(h, "hour") + " " + plural(m, "minute")
+}
+
+func plural(n int64, unit string) string {
+	s := strconv.FormatInt(n, 10) + " " + unit
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// IsFIFO reports whether the room lets waiters in by order of arrival.
+func (d PageData) IsFIFO() bool { return d.QueueingMethod == string(usher.FIFO) }
+
+// IsRandom reports whether the room lets waiters in by lottery.
+func (d PageData) IsRandom() bool { return d.QueueingMethod == string(usher.Random) }
+
+// WaitText is the estimated wait as the page says it: "about 3 minutes",
+// "less than a minute", or "we are working out your wait".
+func (d PageData) WaitText() string {
+	switch {
+	case !d.WaitKnown:
+		return "we are working out your wait"
+	case d.WaitMinutes <= 0:
+		return "less than a minute"
+	}
+	return "about " + d.WaitFormatted
+}
+
+// ProgressPercent is Progress as a whole percentage, 0 to 100.
+func (d PageData) ProgressPercent() int {
+	return int(math.Round(min(max(d.Progress, 0), 1) * 100))
+}
+
+// LastUpdatedISO is LastUpdated in RFC 3339, UTC.
+func (d PageData) LastUpdatedISO() string { return d.LastUpdated.UTC().Format(time.RFC3339) }
+
+// LastUpdatedClock is LastUpdated as a UTC time of day ("14:03:07 UTC"); the
+// page's script shows it in the visitor's own time zone.
+func (d PageData) LastUpdatedClock() string { return d.LastUpdated.UTC().Format("15:04:05 UTC") }

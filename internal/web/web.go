@@ -1,0 +1,141 @@
+// Package web holds usher's visitor-facing pages and their static assets,
+// embedded in the binary: the waiting page (position, estimated wait,
+// progress, a refresh that works without JavaScript and a countdown with
+// it) and the reject page (the room is closed). Pages are html/template
+// files fed a PageData; a folder can override any of them (New).
+//
+// The pages make no external requests: styles and the script are inline,
+// there are no web fonts, and the icon is a data: URL (so browsers do not
+// fetch /favicon.ico through the waiting room).
+package web
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// The pages Render knows.
+const (
+	// PageWaiting is the waiting page.
+	PageWaiting = "waiting"
+	// PageReject is the page of a room that lets no new visitor in.
+	PageReject = "reject"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Pages is a parsed set of page templates and the static assets beside
+// them. It is safe for concurrent use.
+type Pages struct {
+	tmpl   *template.Template
+	assets fs.FS
+}
+
+// New returns the embedded pages, overridden by dir when dir is not empty:
+// every dir/*.html replaces the embedded template of the same name
+// (waiting.html, reject.html, layout.html which defines the shared "style"
+// and "footer"), and files under dir/assets are served before the embedded
+// assets. Each page is rendered once with sample data, so a broken template
+// fails here and not in front of a visitor.
+func New(dir string) (*Pages, error) {
+	t, err := template.ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse embedded templates: %w", err)
+	}
+	embedded, err := fs.Sub(assetFS, "assets")
+	if err != nil {
+		return nil, err
+	}
+	p := &Pages{tmpl: t, assets: embedded}
+	if dir != "" {
+		files, err := filepath.Glob(filepath.Join(dir, "*.html"))
+		if err != nil {
+			return nil, fmt.Errorf("list templates in %q: %w", dir, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("read template: %w", err)
+			}
+			if _, err := t.New(filepath.Base(f)).Parse(string(b)); err != nil {
+				return nil, fmt.Errorf("parse template %q: %w", f, err)
+			}
+		}
+		p.assets = overlay{top: os.DirFS(filepath.Join(dir, "assets")), base: embedded}
+	}
+	sample := PageData{Lang: "en", RoomID: "sample", RoomName: "Sample", Position: 3, PeopleAhead: 2,
+		WaitKnown: true, WaitMinutes: 2, WaitFormatted: "2 minutes", RefreshSeconds: 20,
+		LastUpdated: time.Unix(0, 0), QueueingMethod: "fifo", Progress: 0.5}
+	for _, page := range []string{PageWaiting, PageReject} {
+		if err := p.Render(io.Discard, page, sample); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+var defaultPages = sync.OnceValue(func() *Pages {
+	p, err := New("")
+	if err != nil {
+		panic(err) // the embedded templates are part of the build; a test renders them
+	}
+	return p
+})
+
+// Default returns the embedded pages, parsed once.
+func Default() *Pages { return defaultPages() }
+
+// Render renders page (PageWaiting, PageReject) of the embedded pages to w.
+func Render(w io.Writer, page string, data PageData) error {
+	return Default().Render(w, page, data)
+}
+
+// Render renders page (PageWaiting, PageReject) with data to w. Nothing is
+// written when the template fails.
+func (p *Pages) Render(w io.Writer, page string, data PageData) error {
+	t := p.tmpl.Lookup(page + ".html")
+	if t == nil {
+		return fmt.Errorf("render: no page %q", page)
+	}
+	if data.Lang == "" {
+		data.Lang = "en"
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("render %s: %w", page, err)
+	}
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+// Assets returns the static assets: the embedded ones, under the override
+// folder's assets/ when there is one. Pages may link them under
+// /__usher/assets/.
+func (p *Pages) Assets() fs.FS { return p.assets }
+
+// overlay opens names in top first, then in base.
+type overlay struct{ top, base fs.FS }
+
+func (o overlay) Open(name string) (fs.File, error) {
+	f, err := o.top.Open(name)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return o.base.Open(name)
+}
