@@ -10,6 +10,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // The simulation drives the engine over an in-memory store on simulated
@@ -108,6 +109,14 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 	defer st.Close()
 	rng := rand.New(rand.NewPCG(cfg.seed, 7))
 	eng := New(st, Options{Rand: rng.Uint64})
+	key, err := ticket.GenerateKey("sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := ticket.NewRing([]usher.Key{key})
+	if err != nil {
+		t.Fatal(err)
+	}
 	room := cfg.room
 	s := &room.Settings
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -205,7 +214,16 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			t.Fatal(err)
 		}
 		if d.TicketChanged {
-			tk := d.Ticket
+			// The ticket goes through the real cookie codec, as it would
+			// over HTTP (times kept to the millisecond).
+			sealed, err := ring.Seal(&d.Ticket, room.ID, room.CookieName())
+			if err != nil {
+				t.Fatalf("seal: %v", err)
+			}
+			tk, err := ring.Open(sealed, room.ID, room.CookieName())
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
 			v.ticket = &tk
 		}
 		switch d.Outcome {

@@ -58,8 +58,8 @@ var cookieEncoding = base64.RawURLEncoding.Strict()
 // cookie name, as a cookie value of fewer than 200 URL-safe characters.
 // Times and Jitter are kept to the millisecond; times come back in UTC. It
 // fails on an empty ring and on a ticket that Open would reject: a State
-// other than usher.Waiting or usher.Admitted, a negative Jitter or one over
-// an hour, an ArrivedAt that is zero or outside the years 2020 to 2999, or
+// other than usher.Waiting or usher.Admitted, a Jitter over an hour either
+// way, an ArrivedAt that is zero or outside the years 2020 to 2999, or
 // another time or Cell set but outside them.
 func (r *Ring) Seal(t *usher.Ticket, room, cookieName string) (string, error) {
 	if r == nil || len(r.keys) == 0 {

@@ -364,7 +364,7 @@ func TestSealRejects(t *testing.T) {
 		{"next check-in before 2020", mod(func(t *usher.Ticket) { t.NextCheckIn = time.Unix(-1, 0) }), "next check-in time"},
 		{"negative cell", mod(func(t *usher.Ticket) { t.Cell = -1 }), "cell"},
 		{"huge cell", mod(func(t *usher.Ticket) { t.Cell = 1 << 62 }), "cell"},
-		{"negative jitter", mod(func(t *usher.Ticket) { t.Jitter = -time.Millisecond }), "jitter"},
+		{"jitter under minus an hour", mod(func(t *usher.Ticket) { t.Jitter = -maxJitter - time.Millisecond }), "jitter"},
 		{"jitter over an hour", mod(func(t *usher.Ticket) { t.Jitter = maxJitter + time.Millisecond }), "jitter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func FuzzRoundTrip(f *testing.F) {
 			CountedAt:   foldTime(counted),
 			NextCheckIn: foldTime(next),
 			Cell:        minSec + fold(cell, maxSec-minSec+1),
-			Jitter:      time.Duration(fold(jitter, int64(maxJitter)+1)),
+			Jitter:      time.Duration(fold(jitter, 2*int64(maxJitter)+1)) - maxJitter,
 		}
 		binary.BigEndian.PutUint64(in.VisitorID[:], id)
 		if admitted {

@@ -20,7 +20,7 @@ import (
 //	CountedAt   varint: milliseconds from ArrivedAt   (if flagCountedAt)
 //	NextCheckIn varint: milliseconds from ArrivedAt   (if flagNextCheckIn)
 //	Cell        varint: seconds from ArrivedAt's unix second (if flagCell)
-//	Jitter      uvarint: milliseconds
+//	Jitter      varint: milliseconds, either way
 //
 // A zero time.Time or a zero Cell is left out and its flag cleared, so it
 // comes back zero. Nothing may follow Jitter.
@@ -36,7 +36,7 @@ const (
 // ArrivedAt, four varints and the jitter.
 const maxPayloadLen = 8 + 1 + 1 + 6*binary.MaxVarintLen64
 
-// maxJitter is the largest Jitter a ticket may carry. Jitter is a small
+// maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
 const maxJitter = time.Hour
 
@@ -59,8 +59,8 @@ func checkTicket(t *usher.Ticket) error {
 	switch {
 	case t.State != usher.Waiting && t.State != usher.Admitted:
 		return fmt.Errorf("state %d is neither waiting nor admitted", t.State)
-	case t.Jitter < 0 || t.Jitter > maxJitter:
-		return fmt.Errorf("jitter %v out of range [0, %v]", t.Jitter, maxJitter)
+	case t.Jitter < -maxJitter || t.Jitter > maxJitter:
+		return fmt.Errorf("jitter %v out of range [-%v, %v]", t.Jitter, maxJitter, maxJitter)
 	case t.Cell != 0 && (t.Cell < minSec || t.Cell > maxSec):
 		return fmt.Errorf("cell %d out of range", t.Cell)
 	}
@@ -115,7 +115,7 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if flags&flagCell != 0 {
 		b = binary.AppendVarint(b, t.Cell-t.ArrivedAt.Unix())
 	}
-	return binary.AppendUvarint(b, uint64(t.Jitter/time.Millisecond))
+	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
 
 // decodePayload decodes b, which must hold exactly one encoded ticket with
@@ -156,7 +156,7 @@ func decodePayload(b []byte) (usher.Ticket, error) {
 		}
 		t.Cell = sec + delta
 	}
-	if j := d.uvarint(); j > uint64(maxJitter/time.Millisecond) {
+	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()
 	} else {
 		t.Jitter = time.Duration(j) * time.Millisecond

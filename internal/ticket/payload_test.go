@@ -32,7 +32,7 @@ func TestDecodePayload(t *testing.T) {
 		}
 		return b
 	}
-	jitter := func(b []byte, ms uint64) []byte { return binary.AppendUvarint(b, ms) }
+	jitter := func(b []byte, ms int64) []byte { return binary.AppendVarint(b, ms) }
 	const arrived = uint64(minTime + 1000)
 	for _, tc := range []struct {
 		name    string
@@ -60,7 +60,9 @@ func TestDecodePayload(t *testing.T) {
 		{"cell before 2020", jitter(build(1, flagCell, arrived, -2), 0), false},
 		{"cell overflowing", jitter(build(1, flagCell, arrived, 1<<63-1), 0), false},
 		{"flagged time missing", jitter(build(1, flagAdmittedAt, arrived), 0), false},
-		{"jitter over an hour", jitter(build(1, 0, arrived), uint64(maxJitter/time.Millisecond)+1), false},
+		{"jitter over an hour", jitter(build(1, 0, arrived), int64(maxJitter/time.Millisecond)+1), false},
+		{"jitter under minus an hour", jitter(build(1, 0, arrived), -int64(maxJitter/time.Millisecond)-1), false},
+		{"negative jitter", jitter(build(1, 0, arrived), -150), true},
 		{"jitter missing", build(1, 0, arrived), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
