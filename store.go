@@ -52,6 +52,10 @@ type AdmitOp struct {
 	// TotalActiveUsers and NewUsersPerMinute are the room's limits.
 	TotalActiveUsers  int
 	NewUsersPerMinute int
+	// SessionDuration is the room's session duration; a store that finds it
+	// has lost counters holds the room as full for that long while the
+	// sessions still running make themselves counted again.
+	SessionDuration time.Duration
 	// Bucket is the visitor's arrival bucket (unix second).
 	Bucket int64
 	// From is the waiting cell the visitor is counted in (zero Exp: none).
