@@ -49,10 +49,22 @@ type Ticket struct {
 	// Jitter is the visitor's fixed offset on the refresh interval, so that
 	// waiters do not check in in step.
 	Jitter time.Duration
+	// Place, when not zero, is the visitor's place in line as an arrival
+	// second, instead of ArrivedAt's: a pre-queued visitor's place at the
+	// event's start (shuffled or in arrival order).
+	Place int64
+	// DrewAt is when the visitor last took part in a random draw (random
+	// queueing: one draw per refresh window).
+	DrewAt time.Time
 }
 
-// Bucket is the arrival bucket: the unix second of arrival.
-func (t *Ticket) Bucket() int64 { return t.ArrivedAt.Unix() }
+// Bucket is the visitor's place in line: the arrival second, or Place.
+func (t *Ticket) Bucket() int64 {
+	if t.Place != 0 {
+		return t.Place
+	}
+	return t.ArrivedAt.Unix()
+}
 
 // SessionEnd is when an admitted ticket's session ends: SessionDuration
 // after its last counted activity (or after admission when renewal is

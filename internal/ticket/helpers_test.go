@@ -70,6 +70,8 @@ func fullTicket() usher.Ticket {
 		Cell:        arrived.Add(62 * time.Minute).Unix(),
 		NextCheckIn: arrived.Add(43 * time.Minute),
 		Jitter:      1234567891, // 1.234567891s
+		Place:       arrived.Add(-90 * time.Minute).Unix(),
+		DrewAt:      arrived.Add(41*time.Minute + 555),
 	}
 }
 
@@ -95,6 +97,7 @@ func truncated(t usher.Ticket) usher.Ticket {
 	t.AdmittedAt = ms(t.AdmittedAt)
 	t.CountedAt = ms(t.CountedAt)
 	t.NextCheckIn = ms(t.NextCheckIn)
+	t.DrewAt = ms(t.DrewAt)
 	t.Jitter = t.Jitter.Truncate(time.Millisecond)
 	return t
 }
@@ -124,6 +127,12 @@ func diffTickets(got, want usher.Ticket) string {
 	}
 	if got.Cell != want.Cell {
 		d = append(d, fmt.Sprintf("Cell %d, want %d", got.Cell, want.Cell))
+	}
+	if got.Place != want.Place {
+		d = append(d, fmt.Sprintf("Place %d, want %d", got.Place, want.Place))
+	}
+	if !got.DrewAt.Equal(want.DrewAt) {
+		d = append(d, fmt.Sprintf("DrewAt %v, want %v", got.DrewAt, want.DrewAt))
 	}
 	if got.Jitter != want.Jitter {
 		d = append(d, fmt.Sprintf("Jitter %v, want %v", got.Jitter, want.Jitter))

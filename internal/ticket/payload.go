@@ -20,6 +20,8 @@ import (
 //	CountedAt   varint: milliseconds from ArrivedAt   (if flagCountedAt)
 //	NextCheckIn varint: milliseconds from ArrivedAt   (if flagNextCheckIn)
 //	Cell        varint: seconds from ArrivedAt's unix second (if flagCell)
+//	Place       varint: seconds from ArrivedAt's unix second (if flagPlace)
+//	DrewAt      varint: milliseconds from ArrivedAt   (if flagDrewAt)
 //	Jitter      varint: milliseconds, either way
 //
 // A zero time.Time or a zero Cell is left out and its flag cleared, so it
@@ -29,12 +31,14 @@ const (
 	flagCountedAt   = 1 << 1
 	flagNextCheckIn = 1 << 2
 	flagCell        = 1 << 3
-	flagsKnown      = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell
+	flagPlace       = 1 << 4
+	flagDrewAt      = 1 << 5
+	flagsKnown      = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
 )
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, a uvarint of
-// ArrivedAt, four varints and the jitter.
-const maxPayloadLen = 8 + 1 + 1 + 6*binary.MaxVarintLen64
+// ArrivedAt, six varints and the jitter.
+const maxPayloadLen = 8 + 1 + 1 + 8*binary.MaxVarintLen64
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -63,6 +67,8 @@ func checkTicket(t *usher.Ticket) error {
 		return fmt.Errorf("jitter %v out of range [-%v, %v]", t.Jitter, maxJitter, maxJitter)
 	case t.Cell != 0 && (t.Cell < minSec || t.Cell > maxSec):
 		return fmt.Errorf("cell %d out of range", t.Cell)
+	case t.Place != 0 && (t.Place < minSec || t.Place > maxSec):
+		return fmt.Errorf("place %d out of range", t.Place)
 	}
 	if ms := t.ArrivedAt.UnixMilli(); t.ArrivedAt.IsZero() || !inRange(ms) {
 		return fmt.Errorf("arrival time %v out of range", t.ArrivedAt)
@@ -74,6 +80,7 @@ func checkTicket(t *usher.Ticket) error {
 		{"admission", t.AdmittedAt},
 		{"counted", t.CountedAt},
 		{"next check-in", t.NextCheckIn},
+		{"draw", t.DrewAt},
 	} {
 		if !f.t.IsZero() && !inRange(f.t.UnixMilli()) {
 			return fmt.Errorf("%s time %v out of range", f.name, f.t)
@@ -100,6 +107,12 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if t.Cell != 0 {
 		flags |= flagCell
 	}
+	if t.Place != 0 {
+		flags |= flagPlace
+	}
+	if !t.DrewAt.IsZero() {
+		flags |= flagDrewAt
+	}
 	b = append(b, t.VisitorID[:]...)
 	b = append(b, byte(t.State), flags)
 	b = binary.AppendUvarint(b, uint64(arrived))
@@ -114,6 +127,12 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	}
 	if flags&flagCell != 0 {
 		b = binary.AppendVarint(b, t.Cell-t.ArrivedAt.Unix())
+	}
+	if flags&flagPlace != 0 {
+		b = binary.AppendVarint(b, t.Place-t.ArrivedAt.Unix())
+	}
+	if flags&flagDrewAt != 0 {
+		b = binary.AppendVarint(b, t.DrewAt.UnixMilli()-arrived)
 	}
 	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
@@ -148,13 +167,13 @@ func decodePayload(b []byte) (usher.Ticket, error) {
 		t.NextCheckIn = d.time(arrived)
 	}
 	if flags&flagCell != 0 {
-		sec := t.ArrivedAt.Unix()
-		delta := d.varint()
-		// Bound the delta before adding, so the sum cannot overflow.
-		if delta < minSec-sec || delta > maxSec-sec {
-			d.fail()
-		}
-		t.Cell = sec + delta
+		t.Cell = d.second(t.ArrivedAt.Unix())
+	}
+	if flags&flagPlace != 0 {
+		t.Place = d.second(t.ArrivedAt.Unix())
+	}
+	if flags&flagDrewAt != 0 {
+		t.DrewAt = d.time(arrived)
 	}
 	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()
@@ -175,6 +194,17 @@ type decoder struct {
 }
 
 func (d *decoder) fail() { d.bad = true }
+
+// second reads a second as a delta from sec, in range.
+func (d *decoder) second(sec int64) int64 {
+	delta := d.varint()
+	// Bound the delta before adding, so the sum cannot overflow.
+	if delta < minSec-sec || delta > maxSec-sec {
+		d.fail()
+		return 0
+	}
+	return sec + delta
+}
 
 func (d *decoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)

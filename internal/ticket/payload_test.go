@@ -41,7 +41,7 @@ func TestDecodePayload(t *testing.T) {
 	}{
 		{"full", full, true},
 		{"minimal", jitter(build(1, 0, arrived), 0), true},
-		{"all flags", jitter(build(2, flagsKnown, arrived, -1000, 0, 1, 0), 5), true},
+		{"all flags", jitter(build(2, flagsKnown, arrived, -1000, 0, 1, 0, 30, 2000), 5), true},
 		{"empty", nil, false},
 		{"fixed fields only", full[:10], false},
 		{"trailing byte", append(append([]byte(nil), full...), 0), false},
