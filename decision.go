@@ -47,8 +47,19 @@ type Decision struct {
 	Position int64
 	// WaitKnown reports whether EstimatedWait means anything.
 	WaitKnown bool
-	// EstimatedWait is the expected time until admission.
+	// EstimatedWait is the expected time until admission (the median for
+	// random queueing).
 	EstimatedWait time.Duration
+	// WaitLow and WaitHigh are the 25th and 75th percentiles of the wait
+	// for random queueing (zero otherwise).
+	WaitLow, WaitHigh time.Duration
+	// Settings are the settings in force for the decision: the room's, or
+	// its running event's.
+	Settings Settings
+	// Phase and Event say whether an event's pre-queue or the event itself
+	// applies (Event is nil with NoEvent).
+	Phase Phase
+	Event *Event
 	// RefreshAfter is how long the page waits before checking in again.
 	RefreshAfter time.Duration
 	// Stats are the room's counters as of the decision (zero for admitted

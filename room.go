@@ -87,7 +87,25 @@ type Room struct {
 	Routes []Route
 	// PathCaseSensitive matches route paths case-sensitively.
 	PathCaseSensitive bool
+	// Events are the room's scheduled events, which must not overlap.
+	Events []Event
+	// Rules are the room's bypass rules, in order.
+	Rules []Rule
 	Settings
+}
+
+// Rule is a bypass rule: an expression over the request (see
+// internal/rules for the language) whose action is bypass_waiting_room.
+// A bypassed request goes to the origin untouched: no ticket, no counting.
+type Rule struct {
+	// Description names the rule in logs and errors.
+	Description string
+	// Expression is the condition, in CEL.
+	Expression string
+	// Action is "bypass_waiting_room", the only action.
+	Action string
+	// Enabled turns the rule on; a disabled rule is still validated.
+	Enabled bool
 }
 
 // CookieName is the name of the room's ticket cookie.

@@ -69,6 +69,12 @@ type AdmitOp struct {
 	// Force admits the visitor whatever the slots, still counting it
 	// (passthrough).
 	Force bool
+	// Random replaces the FIFO rule with a draw: the visitor is admitted
+	// when slots are free and Draw * (live waiters, the visitor included)
+	// is below the free slots, so every live waiter has the same chance.
+	Random bool
+	// Draw is the visitor's draw for this window, in [0, 1).
+	Draw float64
 }
 
 // AdmitResult is the output of Store.Admit. Counts are after the decision.

@@ -233,3 +233,5 @@ func TestTicketFromTheFutureIsNew(t *testing.T) {
 		t.Fatal("a ticket admitted in the future was honoured")
 	}
 }
+
+func newRand(seed uint64) func() uint64 { return rand.New(rand.NewPCG(seed, 2)).Uint64 }

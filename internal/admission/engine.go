@@ -89,17 +89,21 @@ func MaxJitter(refresh time.Duration) time.Duration { return refresh / 10 }
 // Decide returns the decision for a visitor of room holding ticket t (nil
 // when the visitor has none, or it did not open) at now.
 func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error) {
-	s := &room.Settings
+	sched := room.At(now)
+	s := &sched.Settings
+	base := usher.Decision{Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event, QueueAll: s.QueueAll}
 	if s.Suspended {
-		return usher.Decision{Outcome: usher.Pass}, nil
+		base.Outcome = usher.Pass
+		return base, nil
 	}
 	if t != nil && t.SessionValid(s, now) {
-		return e.keep(ctx, room, *t, now)
+		return e.keep(ctx, room.ID, s, *t, now, base)
 	}
-	if s.QueueingMethod == usher.Reject {
-		return usher.Decision{Outcome: usher.Turn}, nil
+	if s.QueueingMethod == usher.Reject && sched.Phase != usher.Prequeue {
+		base.Outcome = usher.Turn
+		return base, nil
 	}
-	tk, from := e.waiter(t, now, s.RefreshInterval)
+	tk, from := e.waiter(t, now, &sched)
 	refresh := max(s.RefreshInterval+tk.Jitter, time.Second)
 	next := now.Add(refresh)
 	admittedTk := tk
@@ -107,10 +111,11 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 	admittedTk.AdmittedAt = now
 	admittedTk.CountedAt = now
 	admittedTk.NextCheckIn = time.Time{}
+	admittedTk.DrewAt = time.Time{}
 	activeExp := admittedTk.SessionEnd(s).Unix() + e.slack
 	admittedTk.Cell = activeExp
 
-	res, err := e.store.Admit(ctx, room.ID, usher.AdmitOp{
+	op := usher.AdmitOp{
 		Now:               now,
 		TotalActiveUsers:  s.TotalActiveUsers,
 		NewUsersPerMinute: s.NewUsersPerMinute,
@@ -119,34 +124,55 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 		From:              from,
 		WaitExp:           usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix(),
 		ActiveExp:         activeExp,
-		NoAdmit:           s.QueueAll,
-		Force:             s.QueueingMethod == usher.Passthrough && !s.QueueAll,
-	})
+		// Nobody new goes in before the event starts.
+		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
+		Force:   s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
+	}
+	if s.QueueingMethod == usher.Random && !op.NoAdmit {
+		if drewIn(tk.DrewAt, now, s.RefreshInterval) {
+			op.NoAdmit = true // one draw per window: reloading gains nothing
+		} else {
+			op.Random = true
+			op.Draw = Draw(tk.VisitorID, window(now, s.RefreshInterval))
+			tk.DrewAt = now.Truncate(time.Millisecond)
+		}
+	}
+	res, err := e.store.Admit(ctx, room.ID, op)
 	if err != nil {
 		return usher.Decision{}, err
 	}
-	d := usher.Decision{Stats: res.RoomStats, QueueAll: s.QueueAll, TicketChanged: true}
+	d := base
+	d.Stats = res.RoomStats
+	d.TicketChanged = true
 	if res.Admitted {
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = admittedTk
 		return d, nil
 	}
-	tk.CountedAt = now
-	tk.Cell = usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix()
+	tk.CountedAt = now.Truncate(time.Millisecond)
+	tk.Cell = op.WaitExp
 	tk.NextCheckIn = next
 	d.Outcome = usher.Wait
 	d.Ticket = tk
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
-	d.WaitKnown, d.EstimatedWait = estimate(res, s, refresh)
+	switch {
+	case sched.Phase == usher.Prequeue:
+		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
+	case s.QueueingMethod == usher.Random:
+		d.WaitKnown, d.WaitLow, d.EstimatedWait, d.WaitHigh = estimateRandom(res, s)
+	default:
+		d.WaitKnown, d.EstimatedWait = estimate(res, s, refresh)
+	}
 	return d, nil
 }
 
 // waiter returns the ticket a visitor waits with (its own while it is a
 // sane waiting ticket, else a new one arriving now) and the waiting cell it
-// is counted in.
-func (e *Engine) waiter(t *usher.Ticket, now time.Time, refresh time.Duration) (usher.Ticket, usher.Cell) {
+// is counted in. A visitor who arrives while an event's pre-queue is open
+// gets its place at the start: shuffled, or by arrival.
+func (e *Engine) waiter(t *usher.Ticket, now time.Time, sched *usher.Schedule) (usher.Ticket, usher.Cell) {
 	if t != nil && t.State == usher.Waiting && !t.ArrivedAt.After(now.Add(time.Minute)) {
 		return *t, usher.Cell{Exp: t.Cell, At: t.CountedAt}
 	}
@@ -154,18 +180,33 @@ func (e *Engine) waiter(t *usher.Ticket, now time.Time, refresh time.Duration) (
 	binary.LittleEndian.PutUint64(tk.VisitorID[:], e.random())
 	tk.State = usher.Waiting
 	tk.ArrivedAt = now.Truncate(time.Millisecond)
-	if j := MaxJitter(refresh).Milliseconds(); j > 0 {
+	if j := MaxJitter(sched.RefreshInterval).Milliseconds(); j > 0 {
 		tk.Jitter = time.Duration(int64(e.random()%uint64(2*j+1))-j) * time.Millisecond
 	}
+	if sched.Phase == usher.Prequeue && sched.Event.ShuffleAtStart {
+		tk.Place = shuffledPlace(sched.Event, e.random())
+	}
 	return tk, usher.Cell{}
+}
+
+// shuffleSpan is the least number of seconds the shuffled pre-queue is
+// spread over, so that ties (two visitors drawing the same second) are rare.
+const shuffleSpan = 24 * 3600
+
+// shuffledPlace returns a uniformly random place before ev's start: every
+// pre-queued visitor is ahead of everyone who arrives after the start, and
+// in an order that arrival time does not decide.
+func shuffledPlace(ev *usher.Event, r uint64) int64 {
+	span := max(int64(ev.Start.Sub(ev.PrequeueStart)/time.Second), shuffleSpan)
+	return ev.Start.Unix() - 1 - int64(r%uint64(span))
 }
 
 // keep serves an admitted visitor whose session runs: no store round trip;
 // when the session end moves to a later second, the visitor's active count
 // moves with it and the ticket is re-sealed.
-func (e *Engine) keep(ctx context.Context, room *usher.Room, t usher.Ticket, now time.Time) (usher.Decision, error) {
-	d := usher.Decision{Outcome: usher.Admit, Ticket: t}
-	s := &room.Settings
+func (e *Engine) keep(ctx context.Context, room string, s *usher.Settings, t usher.Ticket, now time.Time, d usher.Decision) (usher.Decision, error) {
+	d.Outcome = usher.Admit
+	d.Ticket = t
 	if s.DisableSessionRenewal {
 		return d, nil
 	}
@@ -177,10 +218,10 @@ func (e *Engine) keep(ctx context.Context, room *usher.Room, t usher.Ticket, now
 	next.CountedAt = now.Truncate(time.Millisecond)
 	next.Cell = end.Unix() + e.slack
 	mv := usher.Move{From: usher.Cell{Exp: t.Cell, At: t.CountedAt}, To: next.Cell}
-	if err := e.touch(ctx, room.ID, t.VisitorID, mv, now); err != nil {
+	if err := e.touch(ctx, room, t.VisitorID, mv, now); err != nil {
 		// The visitor keeps its session; its old count still covers it
 		// until the old session end, so only the renewal is lost.
-		e.opts.Logger.Warn("activity not counted", "room", room.ID, "err", err)
+		e.opts.Logger.Warn("activity not counted", "room", room, "err", err)
 		return d, nil
 	}
 	d.Ticket = next
@@ -260,6 +301,7 @@ func (e *Engine) Status(ctx context.Context, room *usher.Room, now time.Time) (u
 	if err != nil {
 		return usher.RoomStats{}, err
 	}
-	st.Slots = max(0, min(int64(room.TotalActiveUsers)-st.Active, int64(room.NewUsersPerMinute)-st.AdmittedLastMinute))
+	s := room.At(now).Settings
+	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
 	return st, nil
 }

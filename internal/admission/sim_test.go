@@ -26,13 +26,13 @@ type simVisitor struct {
 	browse   time.Duration // stays this long after admission
 	every    time.Duration // one request per this while browsing
 
-	ticket     *usher.Ticket
-	admitted   time.Time
-	lastReq    time.Time
-	abandoned  bool
-	done       bool
-	bucket     int64
-	lastWait   time.Time // last check-in answered "wait"
+	ticket      *usher.Ticket
+	admitted    time.Time
+	lastReq     time.Time
+	abandoned   bool
+	done        bool
+	bucket      int64
+	lastWait    time.Time // last check-in answered "wait"
 	wasAdmitted bool
 	sessions    []session // the visitor's sessions, by the visitors' own clock
 }

@@ -148,7 +148,15 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	}
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0)}
 	st := r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
-	res.Admitted = op.Force || (!op.NoAdmit && res.Ahead < st.Slots)
+	switch {
+	case op.Force:
+		res.Admitted = true
+	case op.NoAdmit || st.Slots <= 0:
+	case op.Random:
+		res.Admitted = op.Draw*float64(st.Waiting+1) < float64(st.Slots)
+	default:
+		res.Admitted = res.Ahead < st.Slots
+	}
 	switch {
 	case res.Admitted:
 		if op.ActiveExp > now {
