@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// Version is usher's version, set at build time with
+// -ldflags "-X main.Version=...".
+var Version = "dev"
+
+// Main is the usher program: its output streams and the subcommands. Tests
+// run it in-process.
+type Main struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	// Ready, when not nil, receives the addresses the public and admin
+	// listeners bound once serve or demo is up (tests listen on :0).
+	Ready func(public, admin string)
+}
+
+// NewMain returns a Main on the process's streams.
+func NewMain() *Main { return &Main{Stdout: os.Stdout, Stderr: os.Stderr} }
+
+const usage = `usher: a self-hosted virtual waiting room.
+
+Usage:
+  usher serve --config FILE   run the waiting room
+  usher demo [--visitors N]   a sample shop behind a small room, on localhost
+  usher check --config FILE   validate a config and explain each room
+  usher keys new [--id ID]    print a new ticket key for the config
+  usher version               print the version
+
+Run "usher COMMAND -h" for a command's flags.
+`
+
+// errUsage is returned for bad command lines (exit code 2).
+var errUsage = errors.New("usage")
+
+// Run runs the command line args and returns the exit code: 0 on success, 1
+// on failure, 2 on a bad command line.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		err = m.serve(ctx, rest)
+	case "demo":
+		err = m.demo(ctx, rest)
+	case "check":
+		err = m.check(rest)
+	case "keys":
+		err = m.keys(rest)
+	case "version", "--version":
+		fmt.Fprintf(m.Stdout, "usher %s\n", Version)
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+	default:
+		fmt.Fprintf(m.Stderr, "usher: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+		return 2
+	}
+	fmt.Fprintf(m.Stderr, "usher: %v\n", err)
+	return 1
+}
+
+// flags returns a flag set for a subcommand that writes to m.Stderr.
+func (m *Main) flags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(m.Stderr, "Usage: usher %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args into fs, turning flag errors into errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+func (m *Main) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

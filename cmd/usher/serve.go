@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/gate"
+	"github.com/usherhq/usher/internal/server"
+	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/ticket"
+)
+
+// nowFunc is the clock of the running program.
+var nowFunc = time.Now
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := m.flags("serve", "serve --config FILE")
+	path := fs.String("config", "usher.yaml", "the config file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return configError(*path, err)
+	}
+	return m.run(ctx, cfg, m.logger())
+}
+
+// storeFile is the embedded store's file inside store.embedded.path.
+const storeFile = "usher.db"
+
+// run serves cfg until ctx is done, then shuts down gracefully: listeners
+// stop accepting, requests in flight finish, and the store is flushed and
+// closed cleanly.
+func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	dir := cfg.Store.Embedded.Path
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("store.embedded.path: %w", err)
+	}
+	store, err := local.Open(local.Options{Path: filepath.Join(dir, storeFile), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.Close(); err != nil {
+			log.Error("closing the embedded store", "err", err)
+		}
+	}()
+	ring, err := keyRing(ctx, cfg, store, log)
+	if err != nil {
+		return err
+	}
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return err
+	}
+	rooms := make([]*usher.Room, len(cfg.Rooms))
+	for i := range cfg.Rooms {
+		rooms[i] = &cfg.Rooms[i]
+	}
+	roomsFn := func() []*usher.Room { return rooms }
+
+	engine := admission.New(store, admission.Options{Logger: log})
+	metrics := admin.NewMetrics(roomsFn, engine.Status)
+	g, err := gate.New(gate.Options{
+		Rooms:         rooms,
+		DefaultOrigin: cfg.Origin,
+		Decider:       engine,
+		Sealer:        ring,
+		Trusted:       trusted,
+		Logger:        log,
+		Observe:       metrics.ObserveDecision,
+	})
+	if err != nil {
+		return err
+	}
+
+	pub, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	var adm net.Listener
+	if cfg.Admin.Listen != "" {
+		if adm, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+			pub.Close()
+			return fmt.Errorf("admin.listen: %w", err)
+		}
+	}
+	if m.Ready != nil {
+		admAddr := ""
+		if adm != nil {
+			admAddr = adm.Addr().String()
+		}
+		m.Ready(pub.Addr().String(), admAddr)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	serve := func(ln net.Listener, h func() error) {
+		wg.Go(func() {
+			if err := h(); err != nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	handler := server.RequestID(trusted, server.Recover(log, g))
+	serve(pub, func() error { return server.Serve(ctx, pub, handler, log.With("listener", "public")) })
+	if adm != nil {
+		ah := admin.New(admin.Options{
+			Token:   cfg.Admin.BearerToken(),
+			Rooms:   roomsFn,
+			Status:  engine.Status,
+			Metrics: metrics,
+			Logger:  log,
+			Version: Version,
+		})
+		serve(adm, func() error {
+			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
+		})
+	}
+	wg.Go(func() { engine.Run(ctx, nowFunc) })
+	log.Info("usher is running", "version", Version, "public", pub.Addr().String(), "rooms", len(rooms))
+	wg.Wait()
+	close(errs)
+	return errors.Join(collect(errs)...)
+}
+
+func collect(errs <-chan error) []error {
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
+// keyRing returns the config's key ring or, when it has none, the ring kept
+// in the store, generating and keeping one on first start.
+func keyRing(ctx context.Context, cfg *config.Config, store usher.Store, log *slog.Logger) (*ticket.Ring, error) {
+	keys, err := cfg.KeyRing()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		if keys, err = store.LoadKeys(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(keys) == 0 {
+		k, err := ticket.GenerateKey("auto1")
+		if err != nil {
+			return nil, err
+		}
+		if keys, err = store.SaveKeys(ctx, []usher.Key{k}); err != nil {
+			return nil, err
+		}
+		log.Info("generated a ticket key and kept it in the store", "key_id", k.ID)
+	}
+	return ticket.NewRing(keys)
+}
