@@ -37,7 +37,7 @@ func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
 		InWaitingRoom:          true,
 		WaitTimeKnown:          pd.WaitKnown,
 		WaitTime:               pd.WaitMinutes,
-		WaitTimeFormatted:      pd.WaitFormatted,
+		WaitTimeFormatted:      pd.WaitFormatted(),
 		QueueIsFull:            false, // usher never caps its queue
 		QueueAll:               pd.QueueAll,
 		LastUpdated:            pd.LastUpdated.UTC().Format(time.RFC3339),
@@ -64,7 +64,7 @@ func queueingStatus(room *usher.Room) int {
 // browsers refresh at the same moment as the page's meta refresh.
 func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
 	g.setTicket(w, r, m, d)
-	pd := web.NewPageData(m.Room, d, m.At)
+	pd := pageData(r, m, d)
 	status := queueingStatus(m.Room)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -74,12 +74,13 @@ func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Dec
 	}
 	if m.Room.JSONResponseEnabled {
 		h.Add("Vary", "Accept")
-		if server.AcceptsJSON(r) {
-			g.writeJSON(w, r, status, struct {
-				W waitingRoomJSON `json:"usherWaitingRoom"`
-			}{newWaitingRoomJSON(pd)})
-			return
-		}
+	}
+	h.Add("Vary", "Accept-Language")
+	if m.Room.JSONResponseEnabled && server.AcceptsJSON(r) {
+		g.writeJSON(w, r, status, struct {
+			W waitingRoomJSON `json:"usherWaitingRoom"`
+		}{newWaitingRoomJSON(pd)})
+		return
 	}
 	g.writePage(w, r, status, web.PageWaiting, pd)
 }
@@ -89,7 +90,16 @@ func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Dec
 func (g *Gate) reject(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
 	g.setTicket(w, r, m, d)
 	w.Header().Set("Cache-Control", "no-store")
-	g.writePage(w, r, queueingStatus(m.Room), web.PageReject, web.NewPageData(m.Room, d, m.At))
+	w.Header().Add("Vary", "Accept-Language")
+	g.writePage(w, r, queueingStatus(m.Room), web.PageReject, pageData(r, m, d))
+}
+
+// pageData is the page data of decision d, in the visitor's language (the
+// first of Accept-Language usher has, else the room's default).
+func pageData(r *http.Request, m Match, d usher.Decision) web.PageData {
+	pd := web.NewPageData(m.Room, d, m.At)
+	pd.Lang = web.Language(r.Header.Get("Accept-Language"), m.Room.DefaultTemplateLanguage)
+	return pd
 }
 
 // writePage renders page before writing anything, so that a template error

@@ -2,7 +2,6 @@ package web
 
 import (
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -13,9 +12,10 @@ import (
 const DefaultRefresh = 20 * time.Second
 
 // PageData is what the page templates see; custom templates get the same
-// fields and methods.
+// data as mustache variables (Vars).
 type PageData struct {
-	// Lang is the page's language tag, for <html lang> ("en" when empty).
+	// Lang is the page's language, one of Languages (see Language); en-US
+	// when empty or unknown. It picks the texts and goes in <html lang>.
 	Lang string
 	// RoomID is the room's id.
 	RoomID string
@@ -32,23 +32,34 @@ type PageData struct {
 	// AdmittedLastMinute is the number of visitors let in during the last
 	// 60 seconds.
 	AdmittedLastMinute int64
-	// WaitKnown reports whether WaitMinutes and WaitFormatted mean anything.
+	// WaitKnown reports whether WaitMinutes (and WaitLow, WaitHigh) mean
+	// anything.
 	WaitKnown bool
 	// WaitMinutes is the estimated wait rounded up to whole minutes (0 when
 	// unknown, or less than a minute).
 	WaitMinutes int64
-	// WaitFormatted is WaitMinutes in words: "less than a minute",
-	// "1 minute", "3 minutes", "1 hour 5 minutes"; empty when unknown.
-	WaitFormatted string
+	// WaitLow and WaitHigh are, for the random method, the 25th and 75th
+	// percentiles of the wait in whole minutes (see Minutes); the page says
+	// "between WaitLow and WaitHigh minutes" when WaitHigh > 0 and the wait
+	// is known. Zero: no range, the page says "about WaitMinutes".
+	WaitLow, WaitHigh int64
 	// RefreshSeconds is when the page checks in again, in whole seconds
 	// (rounded up, at least 1): the meta refresh and the countdown.
 	RefreshSeconds int
-	// LastUpdated is the time of the decision the page shows.
+	// LastUpdated is the time of the decision the page shows; the
+	// pre-queue countdown runs from it.
 	LastUpdated time.Time
 	// QueueingMethod is fifo, random, passthrough or reject.
 	QueueingMethod string
 	// QueueAll reports that the room lets nobody in for now.
 	QueueAll bool
+	// Prequeue reports that the visitor waits for an event that has not
+	// started (PagePrequeue; isEventPrequeueing in custom templates).
+	Prequeue bool
+	// EventName names the event, if any ("" on the pages: "The event").
+	EventName string
+	// EventStart is when the event starts (zero: no event).
+	EventStart time.Time
 	// Progress, between 0 and 1, is how close the visitor is to the front,
 	// from data that needs no memory of the visitor's first position:
 	//
@@ -64,7 +75,10 @@ type PageData struct {
 	Progress float64
 }
 
-// NewPageData returns the page data for decision d of room, made at now.
+// NewPageData returns the page data for decision d of room, made at now,
+// in the room's default language; the gate sets Lang from the visitor's
+// Accept-Language (Language), and the event and random-range fields when
+// it has them.
 func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 	method := string(room.QueueingMethod)
 	if method == "" {
@@ -75,7 +89,7 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		name = room.ID
 	}
 	pd := PageData{
-		Lang:               "en",
+		Lang:               Language("", room.DefaultTemplateLanguage),
 		RoomID:             room.ID,
 		RoomName:           name,
 		Position:           d.Position,
@@ -89,8 +103,7 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		QueueAll:           d.QueueAll,
 	}
 	if d.WaitKnown {
-		pd.WaitMinutes = int64(math.Ceil(max(d.EstimatedWait, 0).Minutes()))
-		pd.WaitFormatted = FormatMinutes(pd.WaitMinutes)
+		pd.WaitMinutes = Minutes(d.EstimatedWait)
 	}
 	n := d.Position
 	if method == string(usher.Random) && d.Stats.Waiting > 0 {
@@ -121,28 +134,15 @@ func RefreshSeconds(after, fallback time.Duration) int {
 	return max(int(math.Ceil(after.Seconds())), 1)
 }
 
-// FormatMinutes writes a wait of n whole minutes in words.
-func FormatMinutes(n int64) string {
-	if n <= 0 {
-		return "less than a minute"
-	}
-	h, m := n/60, n%60
-	switch {
-	case h == 0:
-		return plural(m, "minute")
-	case m == 0:
-		return plural(h, "hour")
-	}
-	return plural(h, "hour") + " " + plural(m, "minute")
+// Minutes returns d in whole minutes, rounded up; 0 when d is not
+// positive.
+func Minutes(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Minutes()))
 }
 
-func plural(n int64, unit string) string {
-	s := strconv.FormatInt(n, 10) + " " + unit
-	if n != 1 {
-		s += "s"
-	}
-	return s
-}
+// FormatMinutes writes a wait of n whole minutes in English words: "less
+// than a minute", "1 minute", "1 hour 5 minutes".
+func FormatMinutes(n int64) string { return catalog[0].Duration(n) }
 
 // IsFIFO reports whether the room lets waiters in by order of arrival.
 func (d PageData) IsFIFO() bool { return d.QueueingMethod == string(usher.FIFO) }
@@ -150,16 +150,42 @@ func (d PageData) IsFIFO() bool { return d.QueueingMethod == string(usher.FIFO) 
 // IsRandom reports whether the room lets waiters in by lottery.
 func (d PageData) IsRandom() bool { return d.QueueingMethod == string(usher.Random) }
 
-// WaitText is the estimated wait as the page says it: "about 3 minutes",
-// "less than a minute", or "we are working out your wait".
-func (d PageData) WaitText() string {
+// Msg returns the texts of the page's language (read only).
+func (d PageData) Msg() *Messages { return messagesFor(d.Lang) }
+
+// HasRange reports whether the page shows a wait range: a known wait of
+// the random method with WaitHigh > 0.
+func (d PageData) HasRange() bool { return d.WaitKnown && d.IsRandom() && d.WaitHigh > 0 }
+
+// WaitFormatted is the known wait in words, in the page's language: "3
+// minutes", "less than a minute", "between 5 and 15 minutes" (HasRange);
+// empty when the wait is not known. It is waitTimeFormatted in custom
+// templates and JSON.
+func (d PageData) WaitFormatted() string {
+	m := d.Msg()
 	switch {
 	case !d.WaitKnown:
-		return "we are working out your wait"
-	case d.WaitMinutes <= 0:
-		return "less than a minute"
+		return ""
+	case d.HasRange():
+		return m.Range(d.WaitLow, d.WaitHigh)
 	}
-	return "about " + d.WaitFormatted
+	return m.Duration(d.WaitMinutes)
+}
+
+// WaitText is the estimated wait as the page says it: "about 3 minutes",
+// "less than a minute", "between 5 and 15 minutes", or "We are working out
+// your wait".
+func (d PageData) WaitText() string {
+	m := d.Msg()
+	switch {
+	case !d.WaitKnown:
+		return m.WaitUnknown
+	case d.HasRange():
+		return m.Range(d.WaitLow, d.WaitHigh)
+	case d.WaitMinutes <= 0:
+		return m.LessThanMinute
+	}
+	return fill(m.WaitAbout, "{wait}", m.Duration(d.WaitMinutes))
 }
 
 // ProgressPercent is Progress as a whole percentage, 0 to 100.

@@ -1,8 +1,18 @@
 // Package web holds usher's visitor-facing pages and their static assets,
 // embedded in the binary: the waiting page (position, estimated wait,
 // progress, a refresh that works without JavaScript and a countdown with
-// it) and the reject page (the room is closed). Pages are html/template
+// it), the pre-queue page (an event that has not started, with a countdown
+// to it) and the reject page (the room is closed). Pages are html/template
 // files fed a PageData; a folder can override any of them (New).
+//
+// The default pages are written in several languages (Languages); Language
+// picks one from the visitor's Accept-Language and the room's default, and
+// PageData.Lang carries it to the page. An operator's own page is a
+// Cloudflare-compatible mustache template (NewCustom, Template.Render; the
+// variables are listed in Vars and TEMPLATES.md).
+//
+// The pages work inside an iframe: no script touches the top window and
+// this package sets no X-Frame-Options.
 //
 // The pages make no external requests: styles and the script are inline,
 // there are no web fonts, and the icon is a data: URL (so browsers do not
@@ -29,6 +39,9 @@ const (
 	PageWaiting = "waiting"
 	// PageReject is the page of a room that lets no new visitor in.
 	PageReject = "reject"
+	// PagePrequeue is the page of a visitor waiting for an event to start
+	// (PageData.Prequeue, EventName, EventStart).
+	PagePrequeue = "prequeue"
 )
 
 //go:embed templates/*.html
@@ -46,8 +59,9 @@ type Pages struct {
 
 // New returns the embedded pages, overridden by dir when dir is not empty:
 // every dir/*.html replaces the embedded template of the same name
-// (waiting.html, reject.html, layout.html which defines the shared "style"
-// and "footer"), and files under dir/assets are served before the embedded
+// (waiting.html, prequeue.html, reject.html, layout.html which defines the
+// shared "head", "style" and "footer", script.html which defines "script"),
+// and files under dir/assets are served before the embedded
 // assets. Each page is rendered once with sample data, so a broken template
 // fails here and not in front of a visitor.
 func New(dir string) (*Pages, error) {
@@ -76,10 +90,10 @@ func New(dir string) (*Pages, error) {
 		}
 		p.assets = overlay{top: os.DirFS(filepath.Join(dir, "assets")), base: embedded}
 	}
-	sample := PageData{Lang: "en", RoomID: "sample", RoomName: "Sample", Position: 3, PeopleAhead: 2,
-		WaitKnown: true, WaitMinutes: 2, WaitFormatted: "2 minutes", RefreshSeconds: 20,
-		LastUpdated: time.Unix(0, 0), QueueingMethod: "fifo", Progress: 0.5}
-	for _, page := range []string{PageWaiting, PageReject} {
+	sample := PageData{Lang: DefaultLanguage, RoomID: "sample", RoomName: "Sample", Position: 3, PeopleAhead: 2,
+		WaitKnown: true, WaitMinutes: 2, RefreshSeconds: 20, LastUpdated: time.Unix(0, 0),
+		QueueingMethod: "fifo", Progress: 0.5, EventName: "Sample", EventStart: time.Unix(3600, 0)}
+	for _, page := range []string{PageWaiting, PagePrequeue, PageReject} {
 		if err := p.Render(io.Discard, page, sample); err != nil {
 			return nil, err
 		}
@@ -98,21 +112,22 @@ var defaultPages = sync.OnceValue(func() *Pages {
 // Default returns the embedded pages, parsed once.
 func Default() *Pages { return defaultPages() }
 
-// Render renders page (PageWaiting, PageReject) of the embedded pages to w.
+// Render renders page (PageWaiting, PagePrequeue, PageReject) of the
+// embedded pages to w.
 func Render(w io.Writer, page string, data PageData) error {
 	return Default().Render(w, page, data)
 }
 
-// Render renders page (PageWaiting, PageReject) with data to w. Nothing is
-// written when the template fails.
+// Render renders page (PageWaiting, PagePrequeue, PageReject) with data
+// to w, in data.Lang (en-US when empty or unknown; an unknown tag is
+// matched as by SupportedLanguage). Nothing is written when the template
+// fails.
 func (p *Pages) Render(w io.Writer, page string, data PageData) error {
 	t := p.tmpl.Lookup(page + ".html")
 	if t == nil {
 		return fmt.Errorf("render: no page %q", page)
 	}
-	if data.Lang == "" {
-		data.Lang = "en"
-	}
+	data.Lang = messagesFor(data.Lang).tag
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
 		return fmt.Errorf("render %s: %w", page, err)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,32 +37,155 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func TestPagesGolden(t *testing.T) {
+// goldenLanguages are the languages whose pages have golden files.
+var goldenLanguages = []string{"en-US", "de-DE", "ja-JP"}
+
+// pageStates are the pages in each state, for golden files and checks
+// over every language.
+func pageStates() []struct {
+	name, page string
+	data       PageData
+} {
 	room := &usher.Room{ID: "sale", Name: "Spring <Sale>", Settings: usher.Settings{RefreshInterval: 20 * time.Second}}
 	random := &usher.Room{ID: "drop", Settings: usher.Settings{QueueingMethod: usher.Random}}
-	tests := []struct {
-		name string
-		page string
-		room *usher.Room
-		d    usher.Decision
+	randomData := NewPageData(random, usher.Decision{Outcome: usher.Wait, Position: 3, WaitKnown: true,
+		EstimatedWait: 70 * time.Minute, RefreshAfter: 30 * time.Second, Stats: usher.RoomStats{Waiting: 1250, AdmittedLastMinute: 50}}, at)
+	randomData.WaitLow, randomData.WaitHigh = 45, 130
+	prequeue := NewPageData(room, usher.Decision{Outcome: usher.Wait, RefreshAfter: 20 * time.Second}, at)
+	prequeue.Prequeue, prequeue.EventName = true, "Spring <Sale> launch"
+	prequeue.EventStart = at.Add(2*time.Hour + 4*time.Minute + 34*time.Second)
+	return []struct {
+		name, page string
+		data       PageData
 	}{
-		{"waiting_fifo.html", PageWaiting, room, usher.Decision{Outcome: usher.Wait, Position: 12, WaitKnown: true,
+		{"waiting_fifo", PageWaiting, NewPageData(room, usher.Decision{Outcome: usher.Wait, Position: 1212, WaitKnown: true,
 			EstimatedWait: 150 * time.Second, RefreshAfter: 19500 * time.Millisecond,
-			Stats: usher.RoomStats{Waiting: 40, AdmittedLastMinute: 4}}},
-		{"waiting_unknown.html", PageWaiting, room, usher.Decision{Outcome: usher.Wait, Position: 1}},
-		{"waiting_random.html", PageWaiting, random, usher.Decision{Outcome: usher.Wait, Position: 3, WaitKnown: true,
-			EstimatedWait: 2 * time.Hour, RefreshAfter: 30 * time.Second, Stats: usher.RoomStats{Waiting: 250, AdmittedLastMinute: 50}}},
-		{"waiting_queue_all.html", PageWaiting, room, usher.Decision{Outcome: usher.Wait, Position: 2, QueueAll: true}},
-		{"reject.html", PageReject, room, usher.Decision{Outcome: usher.Turn}},
+			Stats: usher.RoomStats{Waiting: 4000, AdmittedLastMinute: 404}}, at)},
+		{"waiting_next", PageWaiting, NewPageData(room, usher.Decision{Outcome: usher.Wait, Position: 1, WaitKnown: true,
+			EstimatedWait: 10 * time.Second, Stats: usher.RoomStats{Waiting: 1, AdmittedLastMinute: 1}}, at)},
+		{"waiting_unknown", PageWaiting, NewPageData(room, usher.Decision{Outcome: usher.Wait}, at)},
+		{"waiting_random", PageWaiting, randomData},
+		{"waiting_queue_all", PageWaiting, NewPageData(room, usher.Decision{Outcome: usher.Wait, Position: 2, QueueAll: true}, at)},
+		{"prequeue", PagePrequeue, prequeue},
+		{"reject", PageReject, NewPageData(room, usher.Decision{Outcome: usher.Turn}, at)},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if err := Render(&buf, tt.page, NewPageData(tt.room, tt.d, at)); err != nil {
-				t.Fatal(err)
+}
+
+func TestPagesGolden(t *testing.T) {
+	for _, lang := range goldenLanguages {
+		for _, tt := range pageStates() {
+			name := tt.name + "." + lang + ".html"
+			t.Run(name, func(t *testing.T) {
+				tt.data.Lang = lang
+				var buf bytes.Buffer
+				if err := Render(&buf, tt.page, tt.data); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name, buf.Bytes())
+			})
+		}
+	}
+}
+
+// TestPagesEveryLanguage renders every page in every language: the html
+// element carries the language, and no English is left in the others.
+func TestPagesEveryLanguage(t *testing.T) {
+	english := []string{"Estimated wait", "people", "hours", "in line", "waiting room", "Starts in", "come back", "Checking"}
+	for _, lang := range Languages() {
+		for _, tt := range pageStates() {
+			t.Run(lang+"/"+tt.name, func(t *testing.T) {
+				tt.data.Lang = lang
+				var buf bytes.Buffer
+				if err := Render(&buf, tt.page, tt.data); err != nil {
+					t.Fatal(err)
+				}
+				page := buf.String()
+				if !strings.Contains(page, `<html lang="`+lang+`">`) {
+					t.Errorf("no <html lang=%q>", lang)
+				}
+				if text := visibleText(page); strings.ContainsAny(text, "{}") {
+					t.Errorf("placeholder left in the page: %s", text)
+				}
+				if lang == "en-US" {
+					return
+				}
+				for _, s := range english {
+					if strings.Contains(page, s) {
+						t.Errorf("%s page contains English %q", lang, s)
+					}
+				}
+			})
+		}
+	}
+}
+
+// visibleText is page without its style, script and data- attributes,
+// where placeholders are kept for the script.
+func visibleText(page string) string {
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`(?s)<style>.*?</style>`),
+		regexp.MustCompile(`(?s)<script>.*?</script>`),
+		regexp.MustCompile(` data-[a-z-]+="[^"]*"`),
+	} {
+		page = re.ReplaceAllString(page, "")
+	}
+	return page
+}
+
+// TestPagesInIframe: nothing in the pages breaks out of a frame.
+func TestPagesInIframe(t *testing.T) {
+	for _, tt := range pageStates() {
+		var buf bytes.Buffer
+		if err := Render(&buf, tt.page, tt.data); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"top.location", "window.top", "parent.", "self !== top", "frame-ancestors", "X-Frame-Options"} {
+			if strings.Contains(buf.String(), bad) {
+				t.Errorf("%s contains %q", tt.name, bad)
 			}
-			golden(t, tt.name, buf.Bytes())
-		})
+		}
+	}
+	w := httptest.NewRecorder()
+	Default().AssetHandler().ServeHTTP(w, httptest.NewRequest("GET", "/usher.svg", nil))
+	if h := w.Header().Get("X-Frame-Options"); h != "" {
+		t.Errorf("assets set X-Frame-Options %q", h)
+	}
+}
+
+func TestPrequeuePageContent(t *testing.T) {
+	var pd PageData
+	for _, tt := range pageStates() {
+		if tt.page == PagePrequeue {
+			pd = tt.data
+		}
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, PagePrequeue, pd); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{
+		`<meta http-equiv="refresh" content="20">`,
+		"Spring &lt;Sale&gt; launch starts at 2026-03-14 17:14 UTC.",
+		`<time datetime="2026-03-14T17:14:00Z">2026-03-14 17:14 UTC</time>`,
+		`data-local="datetime" data-at="2026-03-14T17:14:00Z" data-label="Your time: {time}" hidden`,
+		`id="countdown" data-seconds="7474"`,
+		">2 hours 5 minutes<",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	pd.EventName = ""
+	pd.LastUpdated = pd.EventStart.Add(time.Second)
+	buf.Reset()
+	if err := Render(&buf, PagePrequeue, pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The event starts at", `data-seconds="0"`, ">Starting now<"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("started event: page lacks %q", want)
+		}
 	}
 }
 
@@ -78,10 +202,11 @@ func TestWaitingPageContent(t *testing.T) {
 		`<meta http-equiv="refresh" content="20">`,
 		"You are number 12 in line",
 		"11 people are ahead of you",
+		`<html lang="en-US">`,
 		"about 3 minutes",
 		"Spring &lt;Sale&gt;",
 		`aria-valuenow="25"`,
-		`<time datetime="2026-03-14T15:09:26Z">15:09:26 UTC</time>`,
+		`<time datetime="2026-03-14T15:09:26Z" data-local="time" data-at="2026-03-14T15:09:26Z">15:09:26 UTC</time>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -98,21 +223,28 @@ func TestNewPageData(t *testing.T) {
 	room := &usher.Room{ID: "r", Settings: usher.Settings{RefreshInterval: 15 * time.Second}}
 	pd := NewPageData(room, usher.Decision{Position: 1, WaitKnown: true, EstimatedWait: 10 * time.Second}, at)
 	if pd.RoomName != "r" || pd.QueueingMethod != "fifo" || pd.RefreshSeconds != 15 || pd.PeopleAhead != 0 ||
-		pd.WaitMinutes != 1 || pd.WaitFormatted != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != 0 {
+		pd.WaitMinutes != 1 || pd.WaitFormatted() != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != 0 ||
+		pd.Lang != "en-US" {
 		t.Errorf("NewPageData = %+v", pd)
 	}
 	pd = NewPageData(room, usher.Decision{Position: 0}, at)
-	if pd.WaitText() != "we are working out your wait" || pd.WaitFormatted != "" || pd.PeopleAhead != 0 {
+	if pd.WaitText() != "We are working out your wait" || pd.WaitFormatted() != "" || pd.PeopleAhead != 0 {
 		t.Errorf("unknown wait: %+v", pd)
 	}
-}
-
-func TestFormatMinutes(t *testing.T) {
-	for n, want := range map[int64]string{0: "less than a minute", 1: "1 minute", 3: "3 minutes", 60: "1 hour",
-		61: "1 hour 1 minute", 125: "2 hours 5 minutes", 120: "2 hours"} {
-		if got := FormatMinutes(n); got != want {
-			t.Errorf("FormatMinutes(%d) = %q, want %q", n, got, want)
-		}
+	room.DefaultTemplateLanguage = "de"
+	pd = NewPageData(room, usher.Decision{Position: 2, WaitKnown: true, EstimatedWait: 61 * time.Minute}, at)
+	if pd.Lang != "de-DE" || pd.WaitFormatted() != "1 Stunde 1 Minute" || pd.WaitText() != "etwa 1 Stunde 1 Minute" {
+		t.Errorf("room default de: lang %q, %q, %q", pd.Lang, pd.WaitFormatted(), pd.WaitText())
+	}
+	random := &usher.Room{ID: "r", Settings: usher.Settings{QueueingMethod: usher.Random}}
+	pd = NewPageData(random, usher.Decision{WaitKnown: true, EstimatedWait: 10 * time.Minute}, at)
+	pd.WaitLow, pd.WaitHigh = 5, 15
+	if !pd.HasRange() || pd.WaitFormatted() != "between 5 and 15 minutes" || pd.WaitText() != "between 5 and 15 minutes" {
+		t.Errorf("random range: %q, %q", pd.WaitFormatted(), pd.WaitText())
+	}
+	pd.WaitKnown = false
+	if pd.HasRange() || pd.WaitFormatted() != "" {
+		t.Errorf("range shown for an unknown wait")
 	}
 }
 
