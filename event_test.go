@@ -35,3 +35,26 @@ func TestRoomAtEventBoundaries(t *testing.T) {
 		}
 	}
 }
+
+func TestCookieDomain(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		want  string
+	}{
+		{[]string{"www.shop.test", "checkout.shop.test"}, "shop.test"},
+		{[]string{"a.b.shop.test", "c.b.shop.test", "shop.test"}, "shop.test"},
+		{[]string{"WWW.Shop.Test", "www.shop.test"}, ""},
+		{[]string{"www.shop.test"}, ""},
+		{[]string{"www.shop.test", ""}, ""},
+		{[]string{"shop.test", "other.test"}, ""},
+		{[]string{"a.test", "b.test"}, ""},
+	} {
+		r := Room{}
+		for _, h := range tc.hosts {
+			r.Routes = append(r.Routes, Route{Host: h, Path: "/"})
+		}
+		if got := r.CookieDomain(); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.hosts, got, tc.want)
+		}
+	}
+}

@@ -137,6 +137,37 @@ func (r *Room) CookiePath() string {
 	return prefix
 }
 
+// CookieDomain is the Domain attribute of the room's cookie: the common
+// parent domain of its route hosts when the room has routes on several
+// hosts, so that one visitor is one visitor across them. It is "" (a
+// host-only cookie) when the room has one host, a route on any host, or
+// hosts that share no parent of at least two labels.
+func (r *Room) CookieDomain() string {
+	var common []string
+	hosts := map[string]bool{}
+	for i, rt := range r.Routes {
+		h := strings.ToLower(strings.TrimSuffix(rt.Host, "."))
+		if h == "" {
+			return ""
+		}
+		hosts[h] = true
+		labels := strings.Split(h, ".")
+		if i == 0 {
+			common = labels
+			continue
+		}
+		n := 0
+		for n < len(common) && n < len(labels) && common[len(common)-1-n] == labels[len(labels)-1-n] {
+			n++
+		}
+		common = common[len(common)-n:]
+	}
+	if len(hosts) < 2 || len(common) < 2 {
+		return ""
+	}
+	return strings.Join(common, ".")
+}
+
 func commonPathPrefix(a, b string) string {
 	as := strings.Split(strings.Trim(a, "/"), "/")
 	bs := strings.Split(strings.Trim(b, "/"), "/")

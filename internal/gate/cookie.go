@@ -64,6 +64,7 @@ func ticketCookie(room *usher.Room, rawPath, scheme, value string) *http.Cookie 
 		Name:     room.CookieName(),
 		Value:    value,
 		Path:     cookiePath(room, rawPath),
+		Domain:   room.CookieDomain(),
 		MaxAge:   int(max(CookieMaxAge, room.SessionDuration) / time.Second),
 		HttpOnly: true,
 		SameSite: http.SameSiteLaxMode,

@@ -2,11 +2,15 @@ package gate
 
 import (
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/rules"
 	"github.com/usherhq/usher/internal/server"
 )
 
@@ -64,6 +68,14 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 	if m.Room == nil || m.Room.Suspended {
 		return usher.Decision{Outcome: usher.Pass}, nil
 	}
+	if set := g.rules[m.Room.ID]; set != nil {
+		if ok, rule := set.Bypass(g.facts(r, m)); ok {
+			g.log.LogAttrs(r.Context(), slog.LevelDebug, "bypass rule",
+				slog.String("request_id", server.RequestIDFrom(r.Context())),
+				slog.String("room", m.Room.ID), slog.String("rule", rule))
+			return usher.Decision{Outcome: usher.Pass}, nil
+		}
+	}
 	t := g.openTicket(r, m.Room)
 	start := time.Now()
 	d, err := g.decider.Decide(r.Context(), m.Room, t, m.At)
@@ -74,6 +86,28 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 		g.observe(m.Room.ID, d.Outcome, time.Since(start))
 	}
 	return d, nil
+}
+
+// facts are what bypass rules see of r: the client IP through trusted
+// proxies, the host without port, the path as matched.
+func (g *Gate) facts(r *http.Request, m *Match) *rules.Request {
+	host := m.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	f := &rules.Request{
+		IP:        m.ClientIP,
+		Host:      strings.ToLower(host),
+		Path:      m.Path,
+		Query:     r.URL.RawQuery,
+		Method:    r.Method,
+		UserAgent: r.UserAgent(),
+		Headers:   r.Header,
+	}
+	if g.countryHeader != "" {
+		f.Country = r.Header.Get(g.countryHeader)
+	}
+	return f
 }
 
 // decideError is a failed Decide: unavailable for the visitor, with the

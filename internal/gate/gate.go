@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/rules"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/web"
 )
@@ -74,6 +75,11 @@ type Options struct {
 	Transport http.RoundTripper
 	// Pages renders the waiting and reject pages (nil: web.Default()).
 	Pages *web.Pages
+	// IPLists are the named IP lists bypass rules may use.
+	IPLists map[string][]netip.Prefix
+	// CountryHeader is the request header carrying the visitor's country
+	// for bypass rules ("" : none).
+	CountryHeader string
 }
 
 // Gate is the reverse-proxy handler in front of the origins. It is safe for
@@ -91,6 +97,9 @@ type Gate struct {
 	observe       func(string, usher.Outcome, time.Duration)
 	pages         *web.Pages
 	proxy         *httputil.ReverseProxy
+	rules         map[string]*rules.Set    // room id -> compiled bypass rules
+	custom        map[string]*web.Template // custom page path -> template
+	countryHeader string
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -112,6 +121,10 @@ func New(opts Options) (*Gate, error) {
 		log:     opts.Logger,
 		observe: opts.Observe,
 		pages:   opts.Pages,
+		rules:   map[string]*rules.Set{},
+		custom:  map[string]*web.Template{},
+
+		countryHeader: opts.CountryHeader,
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -136,6 +149,9 @@ func New(opts Options) (*Gate, error) {
 			return nil, fmt.Errorf("gate: room %q is defined twice", room.ID)
 		}
 		g.rooms[room.ID] = room
+		if err := g.loadRoom(room, opts.IPLists); err != nil {
+			return nil, fmt.Errorf("gate: room %q: %w", room.ID, err)
+		}
 		g.origins[room] = g.defaultOrigin
 		if room.Origin != "" {
 			if g.origins[room], err = parseOrigin(room.Origin); err != nil {
@@ -157,6 +173,39 @@ func New(opts Options) (*Gate, error) {
 		ErrorLog:     slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
+}
+
+// loadRoom compiles the room's bypass rules and loads its custom pages (the
+// room's and its events').
+func (g *Gate) loadRoom(room *usher.Room, lists map[string][]netip.Prefix) error {
+	if len(room.Rules) > 0 {
+		rs := make([]rules.Rule, len(room.Rules))
+		for i, r := range room.Rules {
+			rs[i] = rules.Rule{Description: r.Description, Expression: r.Expression, Action: r.Action, Enabled: r.Enabled}
+		}
+		set, err := rules.Compile(rs, lists)
+		if err != nil {
+			return err
+		}
+		g.rules[room.ID] = set
+	}
+	pages := []string{room.CustomPageHTML}
+	for _, ev := range room.Events {
+		if ev.Overrides.CustomPageHTML != nil {
+			pages = append(pages, *ev.Overrides.CustomPageHTML)
+		}
+	}
+	for _, p := range pages {
+		if p == "" || g.custom[p] != nil {
+			continue
+		}
+		t, err := web.LoadCustom(p)
+		if err != nil {
+			return err
+		}
+		g.custom[p] = t
+	}
+	return nil
 }
 
 // parseOrigin parses an absolute http or https URL.

@@ -50,12 +50,21 @@ func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
 	}
 }
 
-// queueingStatus is the room's status for waiting and reject answers.
-func queueingStatus(room *usher.Room) int {
-	if room.QueueingStatusCode == 0 {
+// settings are the settings in force for d: a running event's, else the
+// room's.
+func settings(m Match, d usher.Decision) *usher.Settings {
+	if d.Settings.RefreshInterval == 0 && d.Settings.TotalActiveUsers == 0 {
+		return &m.Room.Settings
+	}
+	return &d.Settings
+}
+
+// queueingStatus is the status of waiting and reject answers.
+func queueingStatus(s *usher.Settings) int {
+	if s.QueueingStatusCode == 0 {
 		return http.StatusOK
 	}
-	return room.QueueingStatusCode
+	return s.QueueingStatusCode
 }
 
 // wait answers a waiter: the waiting page, or JSON when the room allows it
@@ -65,24 +74,50 @@ func queueingStatus(room *usher.Room) int {
 func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
 	g.setTicket(w, r, m, d)
 	pd := pageData(r, m, d)
-	status := queueingStatus(m.Room)
+	set := settings(m, d)
+	status := queueingStatus(set)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Refresh", strconv.Itoa(pd.RefreshSeconds))
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", strconv.Itoa(pd.RefreshSeconds))
 	}
-	if m.Room.JSONResponseEnabled {
+	if set.JSONResponseEnabled {
 		h.Add("Vary", "Accept")
 	}
 	h.Add("Vary", "Accept-Language")
-	if m.Room.JSONResponseEnabled && server.AcceptsJSON(r) {
+	if set.JSONResponseEnabled && server.AcceptsJSON(r) {
 		g.writeJSON(w, r, status, struct {
 			W waitingRoomJSON `json:"usherWaitingRoom"`
 		}{newWaitingRoomJSON(pd)})
 		return
 	}
-	g.writePage(w, r, status, web.PageWaiting, pd)
+	page := web.PageWaiting
+	if pd.Prequeue {
+		page = web.PagePrequeue
+	}
+	if t := g.custom[set.CustomPageHTML]; t != nil {
+		g.writeCustom(w, r, status, t, pd)
+		return
+	}
+	g.writePage(w, r, status, page, pd)
+}
+
+// writeCustom renders an operator's page (waiting and pre-queue states).
+func (g *Gate) writeCustom(w http.ResponseWriter, r *http.Request, status int, t *web.Template, pd web.PageData) {
+	var buf bytes.Buffer
+	if err := t.Render(&buf, pd); err != nil {
+		g.fail(w, r, fmt.Errorf("room %q: custom page: %w", pd.RoomID, err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = buf.WriteTo(w)
+	}
 }
 
 // reject answers a visitor the room turns away: the reject page, with the
@@ -91,14 +126,14 @@ func (g *Gate) reject(w http.ResponseWriter, r *http.Request, m Match, d usher.D
 	g.setTicket(w, r, m, d)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Add("Vary", "Accept-Language")
-	g.writePage(w, r, queueingStatus(m.Room), web.PageReject, pageData(r, m, d))
+	g.writePage(w, r, queueingStatus(settings(m, d)), web.PageReject, pageData(r, m, d))
 }
 
 // pageData is the page data of decision d, in the visitor's language (the
 // first of Accept-Language usher has, else the room's default).
 func pageData(r *http.Request, m Match, d usher.Decision) web.PageData {
 	pd := web.NewPageData(m.Room, d, m.At)
-	pd.Lang = web.Language(r.Header.Get("Accept-Language"), m.Room.DefaultTemplateLanguage)
+	pd.Lang = web.Language(r.Header.Get("Accept-Language"), settings(m, d).DefaultTemplateLanguage)
 	return pd
 }
 

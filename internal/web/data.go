@@ -80,7 +80,12 @@ type PageData struct {
 // Accept-Language (Language), and the event and random-range fields when
 // it has them.
 func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
-	method := string(room.QueueingMethod)
+	// The settings in force: a running event's, else the room's.
+	set := d.Settings
+	if set.RefreshInterval == 0 && set.TotalActiveUsers == 0 {
+		set = room.Settings
+	}
+	method := string(set.QueueingMethod)
 	if method == "" {
 		method = string(usher.FIFO)
 	}
@@ -89,7 +94,7 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		name = room.ID
 	}
 	pd := PageData{
-		Lang:               Language("", room.DefaultTemplateLanguage),
+		Lang:               Language("", set.DefaultTemplateLanguage),
 		RoomID:             room.ID,
 		RoomName:           name,
 		Position:           d.Position,
@@ -97,13 +102,21 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		Waiting:            d.Stats.Waiting,
 		AdmittedLastMinute: d.Stats.AdmittedLastMinute,
 		WaitKnown:          d.WaitKnown,
-		RefreshSeconds:     RefreshSeconds(d.RefreshAfter, room.RefreshInterval),
+		RefreshSeconds:     RefreshSeconds(d.RefreshAfter, set.RefreshInterval),
 		LastUpdated:        now.UTC(),
 		QueueingMethod:     method,
 		QueueAll:           d.QueueAll,
 	}
 	if d.WaitKnown {
 		pd.WaitMinutes = Minutes(d.EstimatedWait)
+		if d.WaitHigh > 0 {
+			pd.WaitLow, pd.WaitHigh = Minutes(d.WaitLow), Minutes(d.WaitHigh)
+		}
+	}
+	if d.Phase == usher.Prequeue && d.Event != nil {
+		pd.Prequeue = true
+		pd.EventName = d.Event.Name
+		pd.EventStart = d.Event.Start
 	}
 	n := d.Position
 	if method == string(usher.Random) && d.Stats.Waiting > 0 {
