@@ -3,10 +3,12 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/rules"
 )
 
 // Config is usher's configuration. Parse and Load return it with the
@@ -32,8 +34,24 @@ type Config struct {
 	// first start and keeps it. See KeyRing.
 	Keys []Key
 	// Rooms are the waiting rooms. Empty: every request is treated as
-	// matching no room.
+	// matching no room. Parse and Load return each room's events sorted by
+	// start.
 	Rooms []usher.Room
+	// IPListEntries are the named IP lists (ip_lists in the file) that
+	// bypass rules refer to with ip.in_ip_list("name"): each entry an IP
+	// address (one address: /32 or /128) or a CIDR prefix. Names are 1 to 64
+	// of A-Z, a-z, 0-9, '_' and '-'. Empty: no lists. See IPLists.
+	IPListEntries map[string][]string
+	// CountryHeader is the request header that carries the visitor's
+	// country code for bypass rules, such as CF-IPCountry. Empty: none, and
+	// rules see country as "".
+	CountryHeader string
+	// WatchConfig reloads the config when its file changes (see
+	// Reloadable for what a reload may change). False: the config is read
+	// once, at start.
+	WatchConfig bool
+
+	dir string // the config file's directory, absolute, when Load read it
 }
 
 // Admin is the private admin listener: API, dashboard and metrics.
@@ -127,7 +145,8 @@ func defaultRoom() usher.Room {
 }
 
 // applyDefaults fills in the fields that depend on others: a room's name is
-// its id and its origin the top-level origin unless set.
+// its id and its origin the top-level origin unless set, and a rule's empty
+// action is bypass_waiting_room.
 func (c *Config) applyDefaults() {
 	for i := range c.Rooms {
 		r := &c.Rooms[i]
@@ -137,6 +156,19 @@ func (c *Config) applyDefaults() {
 		if r.Origin == "" {
 			r.Origin = c.Origin
 		}
+		for j := range r.Rules {
+			if r.Rules[j].Action == "" {
+				r.Rules[j].Action = rules.ActionBypass
+			}
+		}
+	}
+}
+
+// sortEvents orders each room's events by start, once they are known not
+// to overlap.
+func (c *Config) sortEvents() {
+	for i := range c.Rooms {
+		slices.SortStableFunc(c.Rooms[i].Events, func(a, b usher.Event) int { return a.Start.Compare(b.Start) })
 	}
 }
 
@@ -153,6 +185,26 @@ func (c *Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// IPLists returns IPListEntries parsed, a single address as a one-address
+// prefix, for rules.Compile; an entry that does not parse (Validate reports
+// it) is left out. Nil when there are no lists.
+func (c *Config) IPLists() map[string][]netip.Prefix {
+	if len(c.IPListEntries) == 0 {
+		return nil
+	}
+	out := make(map[string][]netip.Prefix, len(c.IPListEntries))
+	for name, entries := range c.IPListEntries {
+		ps := make([]netip.Prefix, 0, len(entries))
+		for _, s := range entries {
+			if p, err := parseProxy(s); err == nil {
+				ps = append(ps, p)
+			}
+		}
+		out[name] = ps
+	}
+	return out
 }
 
 // parseProxy parses an IP address or a CIDR prefix.

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher"
 )
 
 // decoder walks a YAML node tree into Go values, recording a problem (with
@@ -227,5 +230,108 @@ func (d *decoder) duration(dst *time.Duration) field {
 			return
 		}
 		*dst = v
+	}
+}
+
+// optional decodes a field into a new value with dec, and points dst at it
+// only when it decoded without a problem: an override that is left out
+// stays nil.
+func optional[T any](d *decoder, dec func(*T) field, dst **T) field {
+	return func(n *yaml.Node, at loc) {
+		before := len(d.problems)
+		v := new(T)
+		dec(v)(n, at)
+		if len(d.problems) == before {
+			*dst = v
+		}
+	}
+}
+
+// method decodes a queueing method as written; Validate checks it.
+func (d *decoder) method(dst *usher.QueueingMethod) field {
+	return d.text((*string)(dst))
+}
+
+// page decodes custom_page_html: a path that must not be empty (leaving
+// the field out is how to keep the default page).
+func (d *decoder) page(dst *string) field {
+	return func(n *yaml.Node, at loc) {
+		var s string
+		before := len(d.problems)
+		d.text(&s)(n, at)
+		if len(d.problems) != before {
+			return
+		}
+		if strings.TrimSpace(s) == "" {
+			d.problems.add(n.Line, at, "%s", emptyPageMessage)
+			return
+		}
+		*dst = s
+	}
+}
+
+// emptyPageMessage is the problem with a custom_page_html that is set but
+// empty.
+const emptyPageMessage = "must name a template file, got \"\" (leave custom_page_html out for the default page)"
+
+// timestamp decodes an RFC 3339 time with a zone, "2026-12-01T10:00:00Z" or
+// "2026-12-01T11:00:00+01:00", into dst.
+func (d *decoder) timestamp(dst *time.Time) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!timestamp") {
+			d.problems.add(n.Line, at, "must be an RFC 3339 time like \"2026-12-01T10:00:00Z\", got %s", describe(n))
+			return
+		}
+		t, msg := parseTime(n.Value)
+		if msg != "" {
+			d.problems.add(n.Line, at, "%s", msg)
+			return
+		}
+		*dst = t
+	}
+}
+
+// parseTime parses an RFC 3339 time, returning why s is not one, or "".
+func parseTime(s string) (time.Time, string) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, ""
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", "2006-01-02 15:04"} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return time.Time{}, fmt.Sprintf("has no time zone, got %q: add Z for UTC or an offset, like \"2026-12-01T10:00:00Z\" or \"2026-12-01T11:00:00+01:00\"", s)
+		}
+	}
+	if _, err := time.Parse(time.DateOnly, s); err == nil {
+		return time.Time{}, fmt.Sprintf("must be a date and a time with a zone, like \"%sT10:00:00Z\", got %q", s, s)
+	}
+	return time.Time{}, fmt.Sprintf("must be an RFC 3339 time like \"2026-12-01T10:00:00Z\", got %q", s)
+}
+
+// ipLists decodes ip_lists: a mapping of list names to lists of addresses
+// and CIDR prefixes. A null list is an empty one.
+func (d *decoder) ipLists(dst *map[string][]string) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.MappingNode {
+			d.problems.add(n.Line, at, "must be a mapping of list names to lists of IP addresses and CIDR prefixes, got %s", describe(n))
+			return
+		}
+		lists := make(map[string][]string)
+		seen := make(map[string]int)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], resolve(n.Content[i+1])
+			if first, dup := seen[k.Value]; dup {
+				d.problems.add(k.Line, at, "list %q is set twice (first on line %d)", k.Value, first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			lat := at.field(k.Value)
+			d.lines[lat.path] = k.Line
+			var entries []string
+			if !isNull(v) {
+				d.texts(&entries)(v, lat)
+			}
+			lists[k.Value] = entries
+		}
+		*dst = lists
 	}
 }

@@ -3,31 +3,77 @@ package config
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher"
 )
 
 // Explain writes, for "usher check", one sentence per room saying in plain
-// words what the room does, then one about requests that match no room.
-// It assumes c is valid.
+// words what the room does, each followed by one indented sentence per
+// event (in order of start) and per bypass rule; then one about requests
+// that match no room, and, when set, about the country header and watching
+// the file. It assumes c is valid.
 func (c *Config) Explain(w io.Writer) error {
 	var b strings.Builder
 	for i := range c.Rooms {
-		b.WriteString(explainRoom(&c.Rooms[i], c.Origin))
+		rm := &c.Rooms[i]
+		b.WriteString(c.explainRoom(rm))
 		b.WriteByte('\n')
+		events := slices.Clone(rm.Events)
+		slices.SortStableFunc(events, func(a, b usher.Event) int { return a.Start.Compare(b.Start) })
+		for j := range events {
+			fmt.Fprintf(&b, "  %s\n", c.explainEvent(rm, &events[j]))
+		}
+		for j := range rm.Rules {
+			fmt.Fprintf(&b, "  %s\n", explainRule(j, &rm.Rules[j]))
+		}
 	}
 	if c.Origin == "" {
 		b.WriteString("Requests that match no room are answered 404.\n")
 	} else {
 		fmt.Fprintf(&b, "Requests that match no room go to %s untouched.\n", c.Origin)
 	}
+	if c.CountryHeader != "" {
+		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
+	}
+	if c.WatchConfig {
+		b.WriteString("The config is reloaded when its file changes.\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
+// explainRule returns the sentence that describes the j-th rule of a room.
+func explainRule(j int, rl *usher.Rule) string {
+	name := rl.Description
+	if name == "" {
+		name = fmt.Sprintf("rules[%d]", j)
+	}
+	expr := strings.Join(strings.Fields(rl.Expression), " ")
+	if !rl.Enabled {
+		return fmt.Sprintf("Requests where %s would bypass the room (%s), but the rule is disabled.", expr, name)
+	}
+	return fmt.Sprintf("Requests where %s bypass the room (%s).", expr, name)
+}
+
+// pageName returns a custom page's path as the operator wrote it: relative
+// to the config file's directory when Load made it absolute.
+func (c *Config) pageName(p string) string {
+	if c.dir == "" || !filepath.IsAbs(p) {
+		return p
+	}
+	rel, err := filepath.Rel(c.dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
+
 // explainRoom returns the sentence that describes a room.
-func explainRoom(rm *usher.Room, topOrigin string) string {
+func (c *Config) explainRoom(rm *usher.Room) string {
+	topOrigin := c.Origin
 	origin := rm.Origin
 	if origin == "" {
 		origin = topOrigin
@@ -39,11 +85,11 @@ func explainRoom(rm *usher.Room, topOrigin string) string {
 	if rm.Suspended {
 		return fmt.Sprintf("%s is suspended: requests to %s go to %s untouched and uncounted.", head, routesText(rm.Routes), origin)
 	}
-	return fmt.Sprintf("%s covers %s and proxies to %s: %s.", head, routesText(rm.Routes), origin, strings.Join(settingsClauses(rm), "; "))
+	return fmt.Sprintf("%s covers %s and proxies to %s: %s.", head, routesText(rm.Routes), origin, strings.Join(c.settingsClauses(rm), "; "))
 }
 
 // settingsClauses describes a room's settings, one clause each.
-func settingsClauses(rm *usher.Room) []string {
+func (c *Config) settingsClauses(rm *usher.Room) []string {
 	s := &rm.Settings
 	limits := fmt.Sprintf("%s and %s a minute",
 		plural(s.TotalActiveUsers, "active visitor"), plural(s.NewUsersPerMinute, "new visitor"))
@@ -77,19 +123,19 @@ func settingsClauses(rm *usher.Room) []string {
 			out = append(out, fmt.Sprintf("the waiting page answers with status %d", code))
 		}
 	}
-	return append(out, extraClauses(rm)...)
+	return append(out, c.extraClauses(rm)...)
 }
 
 // extraClauses describes the settings that are usually left alone, when
 // they are not at their defaults, and then JSON answers.
-func extraClauses(rm *usher.Room) []string {
+func (c *Config) extraClauses(rm *usher.Room) []string {
 	s := &rm.Settings
 	var out []string
 	if rm.PathCaseSensitive {
 		out = append(out, "paths match case-sensitively")
 	}
 	if s.CustomPageHTML != "" {
-		out = append(out, "the page template is "+s.CustomPageHTML)
+		out = append(out, "the page template is "+c.pageName(s.CustomPageHTML))
 	}
 	if l := s.DefaultTemplateLanguage; l != "" && l != "en-US" {
 		out = append(out, "pages default to "+l)

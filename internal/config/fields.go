@@ -4,6 +4,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/rules"
 )
 
 // The YAML fields of each part of the config, mapped to the Go fields they
@@ -42,6 +43,9 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 				c.Rooms = append(c.Rooms, d.room(n, at))
 			})
 		},
+		"ip_lists":       d.ipLists(&c.IPListEntries),
+		"country_header": d.text(&c.CountryHeader),
+		"watch_config":   d.boolean(&c.WatchConfig),
 	})
 }
 
@@ -91,11 +95,68 @@ func (d *decoder) room(n *yaml.Node, at loc) usher.Room {
 				"secure":   d.text(&s.CookieAttributes.Secure),
 			})
 		},
-		"custom_page_html":          d.text(&s.CustomPageHTML),
+		"custom_page_html":          d.page(&s.CustomPageHTML),
 		"default_template_language": d.text(&s.DefaultTemplateLanguage),
 		"refresh_interval":          d.duration(&s.RefreshInterval),
+		"events": func(n *yaml.Node, at loc) {
+			d.list(n, at, func(n *yaml.Node, at loc) {
+				r.Events = append(r.Events, d.event(n, at))
+			})
+		},
+		"rules": func(n *yaml.Node, at loc) {
+			d.list(n, at, func(n *yaml.Node, at loc) {
+				r.Rules = append(r.Rules, d.rule(n, at))
+			})
+		},
 	})
 	return r
+}
+
+// event decodes one entry of a room's events. Problems inside it name the
+// event by its name, looked up first. An override left out (or null) stays
+// nil, so the event inherits the room's setting.
+func (d *decoder) event(n *yaml.Node, at loc) usher.Event {
+	var e usher.Event
+	if name := lookup(n, "name"); name != nil && name.Kind == yaml.ScalarNode {
+		at.event = name.Value
+	}
+	o := &e.Overrides
+	d.mapping(n, at, map[string]field{
+		"name":                      d.text(&e.Name),
+		"prequeue_start_time":       d.timestamp(&e.PrequeueStart),
+		"event_start_time":          d.timestamp(&e.Start),
+		"event_end_time":            d.timestamp(&e.End),
+		"shuffle_at_event_start":    d.boolean(&e.ShuffleAtStart),
+		"total_active_users":        optional(d, d.integer, &o.TotalActiveUsers),
+		"new_users_per_minute":      optional(d, d.integer, &o.NewUsersPerMinute),
+		"session_duration":          optional(d, d.duration, &o.SessionDuration),
+		"disable_session_renewal":   optional(d, d.boolean, &o.DisableSessionRenewal),
+		"queueing_method":           optional(d, d.method, &o.QueueingMethod),
+		"queue_all":                 optional(d, d.boolean, &o.QueueAll),
+		"queueing_status_code":      optional(d, d.integer, &o.QueueingStatusCode),
+		"json_response_enabled":     optional(d, d.boolean, &o.JSONResponseEnabled),
+		"custom_page_html":          optional(d, d.page, &o.CustomPageHTML),
+		"default_template_language": optional(d, d.text, &o.DefaultTemplateLanguage),
+		"refresh_interval":          optional(d, d.duration, &o.RefreshInterval),
+	})
+	return e
+}
+
+// rule decodes one entry of a room's rules: enabled defaults to true and
+// action to bypass_waiting_room. Problems inside it name the rule by its
+// description, looked up first.
+func (d *decoder) rule(n *yaml.Node, at loc) usher.Rule {
+	rl := usher.Rule{Action: rules.ActionBypass, Enabled: true}
+	if desc := lookup(n, "description"); desc != nil && desc.Kind == yaml.ScalarNode {
+		at.rule = desc.Value
+	}
+	d.mapping(n, at, map[string]field{
+		"description": d.text(&rl.Description),
+		"expression":  d.text(&rl.Expression),
+		"action":      d.text(&rl.Action),
+		"enabled":     d.boolean(&rl.Enabled),
+	})
+	return rl
 }
 
 // route decodes one entry of a room's routes; path defaults to "/".

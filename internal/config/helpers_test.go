@@ -290,6 +290,11 @@ func TestProblemString(t *testing.T) {
 		{Problem{Path: "rooms[1].routes[0].path", Room: "tickets", Message: "m"}, "rooms[1] (tickets): routes[0].path: m"},
 		{Problem{Path: "rooms[12].id", Message: "required"}, "rooms[12]: id: required"},
 		{Problem{Path: "keys[0].secret", Message: "m"}, "keys[0].secret: m"},
+		{Problem{Path: "rooms[0].events[1].total_active_users", Room: "sale", Event: "drop", Message: "m"}, "rooms[0] (sale): events[1] (drop): total_active_users: m"},
+		{Problem{Path: "rooms[0].events[1]", Room: "sale", Event: "drop", Message: "m"}, "rooms[0] (sale): events[1] (drop): m"},
+		{Problem{Path: "rooms[0].events[1].name", Room: "sale", Message: "m"}, "rooms[0] (sale): events[1].name: m"},
+		{Problem{Path: "rooms[2].rules[0].expression", Room: "sale", Rule: `a "b"`, Message: "m"}, `rooms[2] (sale): rules[0] ("a \"b\""): expression: m`},
+		{Problem{Path: "rooms[2].routes[0]", Room: "sale", Rule: "x", Event: "y", Message: "m"}, "rooms[2] (sale): routes[0]: m"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.String(); got != tt.want {

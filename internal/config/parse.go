@@ -15,9 +15,11 @@ import (
 // its origin to the top-level origin) and validates. Every problem is
 // reported in one *ValidationError whose problems carry their line: first
 // the decoding problems, or if there are none, the validation problems.
+// Each room's events come back sorted by start.
 //
 // Parse does no I/O beyond r: secret_file and token_file are checked for
-// presence only and are not read (Load reads them).
+// presence only and are not read, and custom_page_html only for being
+// non-empty (Load reads them all).
 func Parse(r io.Reader) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -30,13 +32,16 @@ func Parse(r io.Reader) (*Config, error) {
 	if err := c.validate(nil, lines); err != nil {
 		return nil, err
 	}
+	c.sortEvents()
 	return c, nil
 }
 
 // Load reads and parses the config file at path, as Parse does, then reads
 // the secret_file of each key and the admin token_file, relative to the
-// config file's directory unless absolute. A file that cannot be read is a
-// problem reported with the others.
+// config file's directory unless absolute, and checks that each
+// custom_page_html (of a room or an event) is a template usher can parse,
+// storing its absolute path back in the room or event. A file that cannot
+// be read or parsed is a problem reported with the others.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -46,10 +51,17 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c.dir = dir
 	pre := c.readFiles(filepath.Dir(path))
+	pre = append(pre, c.loadPages(dir)...)
 	if err := c.validate(pre, lines); err != nil {
 		return nil, err
 	}
+	c.sortEvents()
 	return c, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/usherhq/usher"
@@ -19,6 +20,10 @@ type Problem struct {
 	Path string
 	// Room is the id of the room Path is in, if any and if known.
 	Room string
+	// Event is the name of the event Path is in, if any and if known.
+	Event string
+	// Rule is the description of the rule Path is in, if any and if known.
+	Rule string
 	// Message says what is wrong, and what was found when that helps.
 	Message string
 }
@@ -38,8 +43,9 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// where renders Path, naming the room after its index:
-// "rooms[0] (sale): routes[1].path".
+// where renders Path, naming the room, event and rule after their index:
+// "rooms[0] (sale): routes[1].path", "rooms[0] (sale): events[1] (drop):
+// total_active_users", `rooms[0] (sale): rules[0] ("staff"): expression`.
 func (p Problem) where() string {
 	if !strings.HasPrefix(p.Path, "rooms[") {
 		return p.Path
@@ -55,7 +61,25 @@ func (p Problem) where() string {
 	if rest == "" {
 		return head
 	}
+	rest = labelItem(rest, "events[", p.Event)
+	if p.Rule != "" {
+		rest = labelItem(rest, "rules[", strconv.Quote(p.Rule))
+	}
 	return head + ": " + rest
+}
+
+// labelItem names the list item that rest starts with, if it is an item of
+// the list prefix: "events[1].name" becomes "events[1] (drop): name".
+func labelItem(rest, prefix, name string) string {
+	end := strings.IndexByte(rest, ']')
+	if name == "" || !strings.HasPrefix(rest, prefix) || end < 0 {
+		return rest
+	}
+	item, after := rest[:end+1]+" ("+name+")", strings.TrimPrefix(rest[end+1:], ".")
+	if after == "" {
+		return item
+	}
+	return item + ": " + after
 }
 
 // ValidationError is every problem found in a config.
@@ -84,7 +108,7 @@ type report []Problem
 
 // add records a problem at a place, on a line if known (else 0).
 func (r *report) add(line int, at loc, format string, args ...any) {
-	*r = append(*r, Problem{Line: line, Path: at.path, Room: at.room, Message: fmt.Sprintf(format, args...)})
+	*r = append(*r, Problem{Line: line, Path: at.path, Room: at.room, Event: at.event, Rule: at.rule, Message: fmt.Sprintf(format, args...)})
 }
 
 // err returns the problems as a *ValidationError, or nil if there are none.
@@ -117,23 +141,29 @@ func parentPath(path string) string {
 	return path[:i]
 }
 
-// loc is a place in the config: a path and the room it is in.
+// loc is a place in the config: a path and the room, event and rule it is
+// in.
 type loc struct {
-	path string
-	room string
+	path  string
+	room  string
+	event string
+	rule  string
 }
 
 // field returns the place of a field of l.
 func (l loc) field(name string) loc {
 	if l.path == "" {
-		return loc{path: name, room: l.room}
+		l.path = name
+	} else {
+		l.path += "." + name
 	}
-	return loc{path: l.path + "." + name, room: l.room}
+	return l
 }
 
 // index returns the place of the i-th item of the list at l.
 func (l loc) index(i int) loc {
-	return loc{path: fmt.Sprintf("%s[%d]", l.path, i), room: l.room}
+	l.path = fmt.Sprintf("%s[%d]", l.path, i)
+	return l
 }
 
 // roomLoc returns the place of the i-th room.

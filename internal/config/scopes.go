@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -62,6 +63,68 @@ func checkCookieScopes(r *report, rooms []usher.Room) {
 	}
 }
 
+// CookieDomain returns the Domain attribute of the ticket cookie of a room
+// whose routes have hosts: the parent domain the hosts have in common, so
+// that one cookie (one visitor) covers them all. For www.shop.test and
+// checkout.shop.test it is "shop.test"; for shop.test and www.shop.test,
+// "shop.test". It is "" (no Domain attribute: the cookie stays on the host
+// that set it) when any host is "" (a route matching any host), when there
+// is only one distinct host, when a host is an IP address, or when the
+// common parent has fewer than two labels ("test", "com"): public suffixes
+// are not known here, so a parent of one label is taken as one. Hosts
+// compare case-insensitively; the result is lower case.
+func CookieDomain(hosts []string) string {
+	var distinct []string
+	for _, h := range hosts {
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
+		if h == "" {
+			return ""
+		}
+		if _, err := netip.ParseAddr(h); err == nil {
+			return ""
+		}
+		if !slices.Contains(distinct, h) {
+			distinct = append(distinct, h)
+		}
+	}
+	if len(distinct) < 2 {
+		return ""
+	}
+	common := strings.Split(distinct[0], ".")
+	for _, h := range distinct[1:] {
+		labels := strings.Split(h, ".")
+		n := 0
+		for n < len(common) && n < len(labels) && common[len(common)-1-n] == labels[len(labels)-1-n] {
+			n++
+		}
+		common = common[len(common)-n:]
+	}
+	if len(common) < 2 {
+		return ""
+	}
+	return strings.Join(common, ".")
+}
+
+// routeHosts returns the host of each of a room's routes, "" for a route
+// that matches any host.
+func routeHosts(rm *usher.Room) []string {
+	hosts := make([]string, len(rm.Routes))
+	for i, rt := range rm.Routes {
+		hosts[i] = rt.Host
+	}
+	return hosts
+}
+
+// checkCookieDomain reports a room whose routes all name hosts, several of
+// them, with no parent domain in common: its cookie cannot cover them all.
+func checkCookieDomain(r *report, rm *usher.Room, at loc) {
+	hosts, anyHost := roomHosts(rm)
+	if anyHost || len(hosts) < 2 || CookieDomain(hosts) != "" {
+		return
+	}
+	r.add(0, at.field("routes"), "the routes' hosts, %s, share no parent domain (of two labels or more, like shop.example), so no cookie covers them all and one visitor cannot be one visitor across them: put the hosts under one domain or split the room", joinAnd(hosts))
+}
+
 // roomHosts returns the distinct hosts of a room's routes, lowercased, and
 // whether one of its routes matches any host.
 func roomHosts(rm *usher.Room) (hosts []string, anyHost bool) {
@@ -77,15 +140,52 @@ func roomHosts(rm *usher.Room) (hosts []string, anyHost bool) {
 	return hosts, anyHost
 }
 
-// hostsMeet reports whether a request host can belong to both rooms.
-func hostsMeet(a, b *usher.Room) bool {
-	ah, aAny := roomHosts(a)
-	bh, bAny := roomHosts(b)
-	if aAny || bAny {
+// cookieScope is where a room's cookie is sent: any host; a domain and its
+// subdomains (CookieDomain); or each of the room's hosts.
+type cookieScope struct {
+	anyHost bool
+	domain  string
+	hosts   []string
+}
+
+// scopeOf returns a room's cookie scope.
+func scopeOf(rm *usher.Room) cookieScope {
+	hosts, anyHost := roomHosts(rm)
+	return cookieScope{anyHost: anyHost, domain: CookieDomain(hosts), hosts: hosts}
+}
+
+// covers reports whether a cookie of scope s is sent to host h.
+func (s cookieScope) covers(h string) bool {
+	switch {
+	case s.anyHost:
 		return true
+	case s.domain != "":
+		return domainCovers(s.domain, h)
 	}
-	for _, h := range ah {
-		if slices.Contains(bh, h) {
+	return slices.Contains(s.hosts, h)
+}
+
+// domainCovers reports whether a cookie with Domain d is sent to host h:
+// h is d or a subdomain of d.
+func domainCovers(d, h string) bool {
+	return h == d || strings.HasSuffix(h, "."+d)
+}
+
+// hostsMeet reports whether a request host can get the cookies of both
+// rooms.
+func hostsMeet(a, b *usher.Room) bool {
+	as, bs := scopeOf(a), scopeOf(b)
+	switch {
+	case as.anyHost || bs.anyHost:
+		return true
+	case as.domain != "" && bs.domain != "":
+		return domainCovers(as.domain, bs.domain) || domainCovers(bs.domain, as.domain)
+	case as.domain != "":
+		as, bs = bs, as
+	}
+	// Now as has no domain: its cookie goes to its hosts only.
+	for _, h := range as.hosts {
+		if bs.covers(h) {
 			return true
 		}
 	}
@@ -115,6 +215,8 @@ func hostsText(rm *usher.Room) string {
 	switch {
 	case anyHost:
 		return "any host"
+	case CookieDomain(hosts) != "":
+		return "hosts under " + CookieDomain(hosts)
 	case len(hosts) == 1:
 		return "host " + hosts[0]
 	}

@@ -1,9 +1,13 @@
 package config
 
 import (
+	"cmp"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/web"
 )
 
 // The limits on room settings.
@@ -15,7 +19,9 @@ const (
 
 // Validate checks c and returns a *ValidationError holding every problem
 // found, or nil. It does no I/O: a secret_file or token_file counts as set,
-// and its content is checked only if Load read it. The zero values that
+// and its content is checked only if Load read it; a custom_page_html only
+// has to be non-empty (Load parses it). Bypass rules are compiled against
+// the IP lists, as the gate compiles them. The zero values that
 // usher gives a meaning (queueing method, status code, cookie attributes,
 // template language, and a room's origin when Origin is set) are valid.
 func (c *Config) Validate() error {
@@ -35,11 +41,18 @@ func (c *Config) Validate() error {
 		r.add(0, loc{path: "store.embedded.path"}, "required")
 	}
 	c.checkKeys(&r)
+	c.checkIPLists(&r)
+	if c.CountryHeader != "" && !validHeaderName(c.CountryHeader) {
+		r.add(0, loc{path: "country_header"}, "must be a header name like CF-IPCountry (letters, digits and !#$%%&'*+-.^_`|~), got %q", c.CountryHeader)
+	}
+	lists := c.IPLists()
 	ids := make(map[string]int)
 	for i := range c.Rooms {
 		rm := &c.Rooms[i]
 		at := roomLoc(i, rm.ID)
 		checkRoom(&r, rm, at, c.Origin != "")
+		checkEvents(&r, rm, at)
+		checkRules(&r, rm, at, lists)
 		if first, dup := ids[rm.ID]; dup && rm.ID != "" {
 			r.add(0, at.field("id"), "same as %s", roomRef(first, rm.ID))
 		} else {
@@ -123,6 +136,7 @@ func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
 	if len(rm.Routes) == 0 {
 		r.add(0, at.field("routes"), "must list at least one route (leave routes out for every path on any host)")
 	}
+	hostsOK := true
 	for i, rt := range rm.Routes {
 		rat := at.field("routes").index(i)
 		if msg := checkRoutePath(rt.Path); msg != "" {
@@ -132,8 +146,12 @@ func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
 			continue
 		}
 		if msg := checkHost(rt.Host); msg != "" {
+			hostsOK = false
 			r.add(0, rat.field("host"), "%s", msg)
 		}
+	}
+	if hostsOK {
+		checkCookieDomain(r, rm, at)
 	}
 	checkSettings(r, &rm.Settings, at)
 }
@@ -141,38 +159,85 @@ func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
 // checkSettings checks a room's settings.
 func checkSettings(r *report, s *usher.Settings, at loc) {
 	atLeast := func(name string, v, min int) {
-		switch {
-		case v == 0:
+		if v == 0 {
 			r.add(0, at.field(name), "required, at least %d", min)
-		case v < min:
-			r.add(0, at.field(name), "must be at least %d, got %d", min, v)
+			return
 		}
+		check(r, at.field(name), checkAtLeast(v, min))
 	}
 	atLeast("total_active_users", s.TotalActiveUsers, 1)
 	atLeast("new_users_per_minute", s.NewUsersPerMinute, 1)
-	if s.SessionDuration < minSessionDuration {
-		r.add(0, at.field("session_duration"), "must be at least %s, got %s", formatDuration(minSessionDuration), formatDuration(s.SessionDuration))
-	}
-	if d := s.RefreshInterval; d < minRefreshInterval || d > maxRefreshInterval {
-		r.add(0, at.field("refresh_interval"), "must be from %s to %s, got %s", formatDuration(minRefreshInterval), formatDuration(maxRefreshInterval), formatDuration(d))
-	}
-	switch s.QueueingMethod {
-	case "", usher.FIFO, usher.Random, usher.Passthrough, usher.Reject:
-	default:
-		r.add(0, at.field("queueing_method"), "must be fifo, random, passthrough or reject, got %q", s.QueueingMethod)
-	}
-	switch s.QueueingStatusCode {
-	case 0, 200, 202, 429, 503:
-	default:
-		r.add(0, at.field("queueing_status_code"), "must be 200, 202, 429 or 503, got %d", s.QueueingStatusCode)
-	}
+	check(r, at.field("session_duration"), checkSessionDuration(s.SessionDuration))
+	check(r, at.field("refresh_interval"), checkRefreshInterval(s.RefreshInterval))
+	check(r, at.field("queueing_method"), checkQueueingMethod(s.QueueingMethod))
+	check(r, at.field("queueing_status_code"), checkStatusCode(s.QueueingStatusCode))
 	if s.CookieSuffix != "" && !cookieSuffixPattern.MatchString(s.CookieSuffix) {
 		r.add(0, at.field("cookie_suffix"), "must be 1 to 32 of A-Z, a-z, 0-9 and '_', got %q", s.CookieSuffix)
 	}
 	checkCookieAttributes(r, s.CookieAttributes, at.field("cookie_attributes"))
-	if l := s.DefaultTemplateLanguage; l != "" && !languagePattern.MatchString(l) {
-		r.add(0, at.field("default_template_language"), "must be a language tag like \"en-US\", \"fr\" or \"de\", got %q", l)
+	check(r, at.field("default_template_language"), checkLanguage(s.DefaultTemplateLanguage))
+}
+
+// check adds a problem at at when msg is not "".
+func check(r *report, at loc, msg string) {
+	if msg != "" {
+		r.add(0, at, "%s", msg)
 	}
+}
+
+// The checks of single settings, shared by rooms and event overrides: each
+// returns why the value is not valid, or "".
+
+func checkAtLeast(v, min int) string {
+	if v < min {
+		return fmt.Sprintf("must be at least %d, got %d", min, v)
+	}
+	return ""
+}
+
+func checkSessionDuration(d time.Duration) string {
+	if d < minSessionDuration {
+		return fmt.Sprintf("must be at least %s, got %s", formatDuration(minSessionDuration), formatDuration(d))
+	}
+	return ""
+}
+
+func checkRefreshInterval(d time.Duration) string {
+	if d < minRefreshInterval || d > maxRefreshInterval {
+		return fmt.Sprintf("must be from %s to %s, got %s", formatDuration(minRefreshInterval), formatDuration(maxRefreshInterval), formatDuration(d))
+	}
+	return ""
+}
+
+func checkQueueingMethod(m usher.QueueingMethod) string {
+	switch m {
+	case "", usher.FIFO, usher.Random, usher.Passthrough, usher.Reject:
+		return ""
+	}
+	return fmt.Sprintf("must be fifo, random, passthrough or reject, got %q", m)
+}
+
+func checkStatusCode(code int) string {
+	switch code {
+	case 0, 200, 202, 429, 503:
+		return ""
+	}
+	return fmt.Sprintf("must be 200, 202, 429 or 503, got %d", code)
+}
+
+// checkLanguage checks default_template_language: empty (en-US) or a
+// language usher has pages in, matched as web.SupportedLanguage does.
+func checkLanguage(l string) string {
+	switch {
+	case l == "":
+		return ""
+	case !languagePattern.MatchString(l):
+		return fmt.Sprintf("must be a language tag like \"en-US\", \"fr\" or \"de\", got %q", l)
+	}
+	if _, ok := web.SupportedLanguage(l); !ok {
+		return fmt.Sprintf("usher has no pages in %q; supported: %s", l, strings.Join(web.Languages(), ", "))
+	}
+	return ""
 }
 
 // checkCookieAttributes checks SameSite and Secure and their combination.
@@ -190,8 +255,12 @@ func checkCookieAttributes(r *report, ca usher.CookieAttributes, at loc) {
 		secureOK = false
 		r.add(0, at.field("secure"), "must be auto, always or never, got %q", ca.Secure)
 	}
-	if sameSiteOK && secureOK && ca.SameSite == "none" && ca.Secure == "never" {
-		r.add(0, at, "samesite none needs a Secure cookie, and secure is never: browsers drop such cookies (set secure to auto or always)")
+	if sameSiteOK && secureOK && ca.SameSite == "none" && ca.Secure != "always" {
+		why := ""
+		if ca.Secure != "never" {
+			why = ", and auto sets cookies without Secure over plain HTTP"
+		}
+		r.add(0, at, "samesite none needs secure always, got secure %s: browsers reject SameSite=None cookies that are not Secure%s (set secure to always)", cmp.Or(ca.Secure, "auto"), why)
 	}
 }
 

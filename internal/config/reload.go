@@ -1,0 +1,95 @@
+package config
+
+import "fmt"
+
+// Reloadable reports whether a running usher can move from c to next (both
+// valid) without a restart: nil when it can, else a *ValidationError with
+// one problem per change that needs a restart (the problems have no line).
+//
+// These reload live: rooms (added, removed or changed: routes, origins,
+// settings, events, rules, custom pages), the top-level origin, ip_lists,
+// country_header and trusted_proxies; keys may be added and removed, the
+// sealing key (the first) included, as long as one remains.
+//
+// These need a restart: listen, admin.listen and the admin token (the
+// listeners and the admin API are set up at start), the store, watch_config,
+// removing every key (the ring would silently switch to the store's), and a
+// new secret under an existing key id (tickets sealed with the old secret
+// would no longer open; add a key with a new id instead).
+func (c *Config) Reloadable(next *Config) error {
+	var r report
+	restart := func(path, what, from, to string) {
+		r.add(0, loc{path: path}, "changed from %s to %s, which needs a restart (%s)", from, to, what)
+	}
+	if c.Listen != next.Listen {
+		restart("listen", "the listener is opened at start", quoteOrNone(c.Listen), quoteOrNone(next.Listen))
+	}
+	if c.Admin.Listen != next.Admin.Listen {
+		restart("admin.listen", "the listener is opened at start", quoteOrNone(c.Admin.Listen), quoteOrNone(next.Admin.Listen))
+	}
+	if tokenOf(&c.Admin) != tokenOf(&next.Admin) {
+		r.add(0, loc{path: "admin.token"}, "changed, which needs a restart (the admin API takes its token at start)")
+	}
+	if c.Store != next.Store {
+		restart("store.embedded.path", "the store is opened at start", quoteOrNone(c.Store.Embedded.Path), quoteOrNone(next.Store.Embedded.Path))
+	}
+	if c.WatchConfig != next.WatchConfig {
+		restart("watch_config", "watching starts with usher", fmt.Sprint(c.WatchConfig), fmt.Sprint(next.WatchConfig))
+	}
+	c.reloadableKeys(&r, next)
+	return r.err()
+}
+
+// reloadableKeys reports key ring changes that need a restart: removing
+// every key, or a new secret under a key id that stays.
+func (c *Config) reloadableKeys(r *report, next *Config) {
+	if len(c.Keys) > 0 && len(next.Keys) == 0 {
+		r.add(0, loc{path: "keys"}, "every key is removed, which needs a restart (tickets would then be sealed with the store's generated key, and the ones sealed with these keys would no longer open); keep at least one key")
+		return
+	}
+	old := make(map[string]string, len(c.Keys))
+	for i := range c.Keys {
+		old[c.Keys[i].ID] = secretOf(&c.Keys[i])
+	}
+	for i := range next.Keys {
+		k := &next.Keys[i]
+		was, ok := old[k.ID]
+		if !ok || was == secretOf(k) {
+			continue
+		}
+		r.add(0, loc{path: "keys"}.index(i), "key %q has a new secret, which needs a restart (tickets sealed with the old secret would no longer open): add a key with a new id instead", k.ID)
+	}
+}
+
+// secretOf returns a key's secret for comparison: the decoded bytes when
+// they decode, else the secret or secret file as written.
+func secretOf(k *Key) string {
+	s := k.Secret
+	switch {
+	case k.SecretFile != "" && k.secretRead:
+		s = k.fileSecret
+	case k.SecretFile != "":
+		return "file:" + k.SecretFile
+	}
+	if b, err := decodeSecret(s); err == nil {
+		return string(b)
+	}
+	return "text:" + s
+}
+
+// tokenOf returns the admin token for comparison: the token, or the token
+// file's content when Load read it, else the token file's name.
+func tokenOf(a *Admin) string {
+	if a.TokenFile != "" && !a.tokenRead {
+		return "file:" + a.TokenFile
+	}
+	return "token:" + a.BearerToken()
+}
+
+// quoteOrNone quotes s, or says "none" when it is empty.
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%q", s)
+}
