@@ -1,6 +1,8 @@
 package usher
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,30 +141,46 @@ func (r *Room) CookiePath() string {
 
 // CookieDomain is the Domain attribute of the room's cookie: the common
 // parent domain of its route hosts when the room has routes on several
-// hosts, so that one visitor is one visitor across them. It is "" (a
-// host-only cookie) when the room has one host, a route on any host, or
-// hosts that share no parent of at least two labels.
+// hosts, so that one visitor is one visitor across them. See CookieDomain.
 func (r *Room) CookieDomain() string {
-	var common []string
-	hosts := map[string]bool{}
+	hosts := make([]string, len(r.Routes))
 	for i, rt := range r.Routes {
-		h := strings.ToLower(strings.TrimSuffix(rt.Host, "."))
+		hosts[i] = rt.Host
+	}
+	return CookieDomain(hosts)
+}
+
+// CookieDomain returns the common parent domain of hosts, or "" (a
+// host-only cookie) when there are fewer than two distinct hosts, one is
+// empty (any host) or an IP address, or they share no parent of at least
+// two labels.
+func CookieDomain(hosts []string) string {
+	var distinct []string
+	for _, h := range hosts {
+		h = strings.ToLower(strings.TrimSuffix(h, "."))
 		if h == "" {
 			return ""
 		}
-		hosts[h] = true
-		labels := strings.Split(h, ".")
-		if i == 0 {
-			common = labels
-			continue
+		if _, err := netip.ParseAddr(h); err == nil {
+			return ""
 		}
+		if !slices.Contains(distinct, h) {
+			distinct = append(distinct, h)
+		}
+	}
+	if len(distinct) < 2 {
+		return ""
+	}
+	common := strings.Split(distinct[0], ".")
+	for _, h := range distinct[1:] {
+		labels := strings.Split(h, ".")
 		n := 0
 		for n < len(common) && n < len(labels) && common[len(common)-1-n] == labels[len(labels)-1-n] {
 			n++
 		}
 		common = common[len(common)-n:]
 	}
-	if len(hosts) < 2 || len(common) < 2 {
+	if len(common) < 2 {
 		return ""
 	}
 	return strings.Join(common, ".")

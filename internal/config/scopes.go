@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -73,37 +72,7 @@ func checkCookieScopes(r *report, rooms []usher.Room) {
 // common parent has fewer than two labels ("test", "com"): public suffixes
 // are not known here, so a parent of one label is taken as one. Hosts
 // compare case-insensitively; the result is lower case.
-func CookieDomain(hosts []string) string {
-	var distinct []string
-	for _, h := range hosts {
-		h = strings.ToLower(strings.TrimSuffix(h, "."))
-		if h == "" {
-			return ""
-		}
-		if _, err := netip.ParseAddr(h); err == nil {
-			return ""
-		}
-		if !slices.Contains(distinct, h) {
-			distinct = append(distinct, h)
-		}
-	}
-	if len(distinct) < 2 {
-		return ""
-	}
-	common := strings.Split(distinct[0], ".")
-	for _, h := range distinct[1:] {
-		labels := strings.Split(h, ".")
-		n := 0
-		for n < len(common) && n < len(labels) && common[len(common)-1-n] == labels[len(labels)-1-n] {
-			n++
-		}
-		common = common[len(common)-n:]
-	}
-	if len(common) < 2 {
-		return ""
-	}
-	return strings.Join(common, ".")
-}
+func CookieDomain(hosts []string) string { return usher.CookieDomain(hosts) }
 
 // routeHosts returns the host of each of a room's routes, "" for a route
 // that matches any host.
