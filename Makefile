@@ -22,7 +22,7 @@ vet:
 
 # deps installs the system packages the tests use, as root, when missing.
 deps:
-	@./scripts/deps.sh
+	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools
 
 clean:
 	rm -rf bin

@@ -1,0 +1,139 @@
+package redis_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/store/redis"
+	"github.com/usherhq/usher/internal/store/redis/redistest"
+	"github.com/usherhq/usher/internal/store/storetest"
+)
+
+// TestSameAsLocal drives the embedded store (the reference) and the Redis
+// store with the same random visitors and requires the same answers:
+// arrivals, check-ins, abandonment, renewals in batches, queue_all and
+// passthrough, fifo and random, places in line far before and after the
+// anchor, idle spells long enough to forget it.
+func TestSameAsLocal(t *testing.T) {
+	srv := redistest.StartServer(t)
+	for seed := range uint64(4) {
+		t.Run("", func(t *testing.T) {
+			ref, err := local.Open(local.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Close()
+			rs := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t)})
+			t.Cleanup(func() {
+				if t.Failed() {
+					tag := "{" + prefix(t) + ":r}:"
+					t.Logf("meta %q", srv.Do("HGETALL", tag+"m"))
+					t.Logf("waiting %q", srv.Do("HKEYS", tag+"w"))
+				}
+			})
+			compare(t, rand.New(rand.NewPCG(seed, 7)), ref, rs, seed%2 == 1)
+		})
+	}
+}
+
+type visitor struct {
+	bucket   int64
+	admitted bool
+	cell     usher.Cell
+	gone     bool
+}
+
+func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
+	ctx := context.Background()
+	const room = "r"
+	total, perMinute := 8+rng.IntN(20), 10+rng.IntN(40)
+	session := time.Duration(20+rng.IntN(40)) * time.Second
+	now := storetest.T0
+	var vs []*visitor
+	var moves []usher.Move
+	for step := range 3000 {
+		switch r := rng.IntN(1000); {
+		case r < 3:
+			now = now.Add(time.Duration(5+rng.IntN(600)) * time.Second) // idle spell
+		case r < 300:
+			now = now.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		}
+		o := usher.AdmitOp{
+			Now: now, TotalActiveUsers: total, NewUsersPerMinute: perMinute,
+			SessionDuration: session,
+			WaitExp:         usher.CeilSecond(now.Add(time.Duration(3+rng.IntN(8)) * time.Second)).Unix(),
+			ActiveExp:       usher.CeilSecond(now.Add(session)).Unix(),
+			NoAdmit:         rng.IntN(50) == 0,
+			Force:           rng.IntN(80) == 0,
+			Random:          random,
+			Draw:            rng.Float64(),
+		}
+		var v *visitor
+		if len(vs) > 0 && rng.IntN(3) > 0 {
+			v = vs[rng.IntN(len(vs))]
+		}
+		switch {
+		case v == nil || v.gone && rng.IntN(2) == 0:
+			v = &visitor{bucket: now.Unix()}
+			switch rng.IntN(80) {
+			case 0, 1:
+				v.bucket -= int64(rng.IntN(3000)) // an old place in line
+			case 2:
+				v.bucket += int64(rng.IntN(600_000) - 300_000) // a pre-queue place, far away
+			}
+			vs = append(vs, v)
+		case v.gone:
+			continue
+		case rng.IntN(10) == 0:
+			v.gone = true // closes the tab
+			continue
+		case v.admitted:
+			if v.cell.Exp <= now.Unix() {
+				v.gone = true
+				continue
+			}
+			to := usher.CeilSecond(now.Add(session)).Unix()
+			moves = append(moves, usher.Move{From: v.cell, To: to})
+			v.cell = usher.Cell{Exp: to, At: now}
+			if rng.IntN(4) == 0 {
+				for _, s := range []usher.Store{ref, rs} {
+					if err := s.Touch(ctx, room, now, moves); err != nil {
+						t.Fatal(err)
+					}
+				}
+				moves = moves[:0]
+				want, _ := ref.Stats(ctx, room, now)
+				got, _ := rs.Stats(ctx, room, now)
+				if got != want {
+					t.Fatalf("step %d: after Touch, Stats redis %+v, local %+v", step, got, want)
+				}
+			}
+			continue
+		}
+		o.Bucket = v.bucket
+		o.From = v.cell
+		want := mustAdmit(t, ref, room, o)
+		got := mustAdmit(t, rs, room, o)
+		if got != want {
+			t.Fatalf("step %d at +%v: redis %+v, local %+v (op %+v)", step, now.Sub(storetest.T0), got, want, o)
+		}
+		v.admitted = got.Admitted
+		v.cell = usher.Cell{Exp: o.WaitExp, At: now}
+		if got.Admitted {
+			v.cell.Exp = o.ActiveExp
+		}
+		if step%50 == 0 {
+			// (Stats on the embedded store expires what is due, so it is
+			// asked at now only.)
+			want, _ := ref.Stats(ctx, room, now)
+			got, err := rs.Stats(ctx, room, now)
+			if err != nil || got != want {
+				t.Fatalf("step %d: Stats redis %+v, %v; local %+v", step, got, err, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package redis
+
+import (
+	_ "embed"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// The scripts' sources: common.lua is shared by all, room.lua by the ones
+// that write. Go joins them, so each script is one self-contained text.
+var (
+	//go:embed scripts/common.lua
+	commonLua string
+	//go:embed scripts/room.lua
+	roomLua string
+	//go:embed scripts/admit.lua
+	admitLua string
+	//go:embed scripts/touch.lua
+	touchLua string
+	//go:embed scripts/stats.lua
+	statsLua string
+)
+
+// scripts are the Lua scripts a Store runs.
+type scripts struct {
+	admit, touch, stats *valkey.Lua
+}
+
+func newScripts() scripts {
+	return scripts{
+		admit: valkey.NewLuaScript(commonLua + roomLua + admitLua),
+		touch: valkey.NewLuaScript(commonLua + roomLua + touchLua),
+		stats: valkey.NewLuaScriptReadOnly(commonLua + statsLua),
+	}
+}
+
+// ints reads an array reply of len(dst) integers into dst.
+func ints(op string, res valkey.ValkeyResult, dst []int64) error {
+	if err := res.Error(); err != nil {
+		return fail(op, err)
+	}
+	arr, err := res.ToArray()
+	if err != nil {
+		return malformed(op, "%v", err)
+	}
+	if len(arr) != len(dst) {
+		return malformed(op, "%d values, want %d", len(arr), len(dst))
+	}
+	for i := range arr {
+		v, err := arr[i].ToInt64()
+		if err != nil {
+			return malformed(op, "value %d: %v", i, err)
+		}
+		dst[i] = v
+	}
+	return nil
+}

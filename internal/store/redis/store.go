@@ -1,0 +1,256 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/valkey-io/valkey-go"
+)
+
+var _ usher.Store = (*Store)(nil)
+
+// Options configure a Store. Only Addrs is required.
+type Options struct {
+	// Addrs are the server addresses (host:port). Without Cluster, exactly
+	// one; with Cluster, any of the cluster's nodes (more than one is
+	// better: the client learns the others from the first that answers).
+	Addrs []string
+	// Username and Password authenticate (AUTH); empty: none.
+	Username, Password string
+	// DB is the database number (SELECT); zero without Cluster, must be
+	// zero with it.
+	DB int
+	// TLS connects with TLS, verifying the server against the system's
+	// roots.
+	TLS bool
+	// Cluster talks to a Redis Cluster; false talks to one server.
+	Cluster bool
+	// KeyPrefix starts every key (zero: "usher"). It must not contain '{'
+	// or '}'.
+	KeyPrefix string
+	// Timeout bounds every call (zero: 500ms).
+	Timeout time.Duration
+	// Horizon is how long a room's keys outlive its last write and its
+	// latest cell (zero: 24h).
+	Horizon time.Duration
+	// RecoveryMargin is added to the session duration for which a room is
+	// held full after its counters were lost; set it to at least the
+	// admission engine's FlushInterval (zero: 1s).
+	RecoveryMargin time.Duration
+	// ClockSkew is the clock difference between usher nodes tolerated when
+	// telling counts made just before a room's counters were created from
+	// counts that were lost (zero: 1s).
+	ClockSkew time.Duration
+	// Logger receives notices of lost counters (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is the shared store. It is safe for concurrent use.
+type Store struct {
+	opts    Options
+	client  valkey.Client
+	scripts scripts
+	closed  sync.Once
+
+	mu    sync.Mutex
+	rooms map[string]seen
+}
+
+// seen is what a Store remembers of a room: its keys, and what it takes to
+// notice lost counters.
+type seen struct {
+	keys []string
+	born int64 // the room's born (ms) as last seen
+	at   int64 // the latest op time (ms) that saw it
+	rec  int64 // the recovery last logged
+}
+
+// Open connects to the server (or cluster) and checks that it answers.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "usher"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 500 * time.Millisecond
+	}
+	if opts.Horizon <= 0 {
+		opts.Horizon = 24 * time.Hour
+	}
+	if opts.RecoveryMargin <= 0 {
+		opts.RecoveryMargin = time.Second
+	}
+	if opts.ClockSkew <= 0 {
+		opts.ClockSkew = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	switch {
+	case len(opts.Addrs) == 0:
+		return nil, usher.Errorf(usher.EInvalid, "redis: no address")
+	case !opts.Cluster && len(opts.Addrs) != 1:
+		return nil, usher.Errorf(usher.EInvalid, "redis: %d addresses without cluster: want one", len(opts.Addrs))
+	case opts.Cluster && opts.DB != 0:
+		return nil, usher.Errorf(usher.EInvalid, "redis: db %d with cluster: a cluster has only db 0", opts.DB)
+	case strings.ContainsAny(opts.KeyPrefix, "{}"):
+		return nil, usher.Errorf(usher.EInvalid, "redis: key prefix %q: must not contain { or }", opts.KeyPrefix)
+	}
+	co := valkey.ClientOption{
+		InitAddress:       opts.Addrs,
+		Username:          opts.Username,
+		Password:          opts.Password,
+		SelectDB:          opts.DB,
+		ClientName:        "usher",
+		ForceSingleClient: !opts.Cluster,
+		DisableCache:      true,
+		Dialer:            net.Dialer{Timeout: max(opts.Timeout, time.Second)},
+		// A server that stops answering frees the connection after this.
+		ConnWriteTimeout: max(4*opts.Timeout, 2*time.Second),
+	}
+	if opts.TLS {
+		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	client, err := valkey.NewClient(co)
+	if err != nil {
+		return nil, fail("open", err)
+	}
+	s := &Store{opts: opts, client: client, scripts: newScripts(), rooms: map[string]seen{}}
+	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if err := client.Do(pctx, client.B().Ping().Build()).Error(); err != nil {
+		client.Close()
+		return nil, fail("open", err)
+	}
+	return s, nil
+}
+
+// Close closes the connections. Close after Close does nothing.
+func (s *Store) Close() error {
+	s.closed.Do(s.client.Close)
+	return nil
+}
+
+// Admit implements usher.Store with one script call.
+func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
+	keys, known := s.room(room, op.Now)
+	args := writeArgs(make([]string, 0, 17), op.Now, known, &s.opts)
+	args = append(args,
+		itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)),
+		itoa(op.WaitExp), itoa(op.ActiveExp),
+		itoa(int64(op.TotalActiveUsers)), itoa(int64(op.NewUsersPerMinute)),
+		itoa((op.SessionDuration + s.opts.RecoveryMargin).Milliseconds()),
+		flag(op.NoAdmit), flag(op.Force),
+		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64))
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var v [8]int64
+	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+		return usher.AdmitResult{}, err
+	}
+	s.remember(room, op.Now, v[6], v[7])
+	return usher.AdmitResult{
+		Admitted: v[0] == 1,
+		Ahead:    v[1],
+		RoomStats: usher.RoomStats{
+			Active:             v[2],
+			Waiting:            v[3],
+			AdmittedLastMinute: v[4],
+			Slots:              v[5],
+		},
+	}, nil
+}
+
+// Touch implements usher.Store with one script call, the moves aggregated
+// by cell: its size grows with the distinct seconds of the moves, not with
+// their number. A batch with nothing to change makes no call.
+func (s *Store) Touch(ctx context.Context, room string, now time.Time, moves []usher.Move) error {
+	keys, known := s.room(room, now)
+	args, ok := touchArgs(writeArgs(nil, now, known, &s.opts), now, moves)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var v [2]int64
+	if err := ints("touch", s.scripts.touch.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+		return err
+	}
+	s.remember(room, now, v[0], v[1])
+	return nil
+}
+
+// Stats implements usher.Store with one read-only script call. Like the
+// embedded store's, its Slots are zero: the caller knows the limits.
+func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.RoomStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var v [3]int64
+	keys, _ := s.room(room, now)
+	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, keys, []string{itoa(now.Unix())}), v[:]); err != nil {
+		return usher.RoomStats{}, err
+	}
+	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
+}
+
+// writeArgs appends the arguments every write script starts with (see
+// scripts/room.lua).
+func writeArgs(args []string, now time.Time, known int64, o *Options) []string {
+	return append(args,
+		itoa(now.Unix()), itoa(now.UnixMilli()), itoa(known),
+		itoa(o.Horizon.Milliseconds()), itoa(o.ClockSkew.Milliseconds()))
+}
+
+// room returns the room's keys, and the born this Store saw last for it
+// (0 when it saw none within the horizon: the keys may have expired since).
+func (s *Store) room(room string, now time.Time) (keys []string, known int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rooms[room]
+	if !ok {
+		r.keys = roomKeys(s.opts.KeyPrefix, room)
+		s.rooms[room] = r
+	}
+	if r.born != 0 && now.UnixMilli()-r.at <= s.opts.Horizon.Milliseconds() {
+		known = r.born
+	}
+	return r.keys, known
+}
+
+// remember records the room's born and recovery as a script returned
+// them, and logs a recovery the first time it is seen.
+func (s *Store) remember(room string, now time.Time, born, rec int64) {
+	s.mu.Lock()
+	r := s.rooms[room]
+	logRec := rec != 0 && rec != r.rec
+	r.born, r.at, r.rec = born, max(r.at, now.UnixMilli()), rec
+	s.rooms[room] = r
+	s.mu.Unlock()
+	if logRec {
+		s.opts.Logger.Warn("redis: room counters were lost; holding the room full while running sessions are counted again",
+			"room", room, "recover_at", time.UnixMilli(rec).UTC())
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// atMilli returns t in unix ms, 0 for the zero time (unknown).
+func atMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
