@@ -82,8 +82,46 @@ func (a *Admin) BearerToken() string {
 
 // Store chooses where room counters and keys are kept.
 type Store struct {
-	// Embedded keeps state on this machine: the only store for now.
+	// Embedded keeps state on this machine (the default).
 	Embedded Embedded
+	// Redis, when set, keeps state in Redis, Valkey or a Redis Cluster
+	// shared by every usher node of the rooms; Embedded is then unused.
+	Redis *Redis
+}
+
+// Redis is the shared store.
+type Redis struct {
+	// Addrs are host:port addresses: one server, or seed nodes of a
+	// cluster. Required.
+	Addrs []string
+	// Username and Password authenticate (empty: none). PasswordFile, read
+	// by Load relative to the config file, may hold the password instead.
+	Username, Password, PasswordFile string
+	// DB is the database number (zero; must be zero on a cluster).
+	DB int
+	// TLS connects with TLS, verifying the server with the system roots.
+	TLS bool
+	// Cluster speaks Redis Cluster.
+	Cluster bool
+	// KeyPrefix starts every key usher writes (zero: "usher").
+	KeyPrefix string
+	// FailMode is what happens while Redis cannot be reached: "closed"
+	// (the zero value's meaning) keeps new visitors waiting with an honest
+	// page; "open" admits them uncounted. Admitted visitors keep their
+	// sessions either way.
+	FailMode string
+	// Timeout bounds each Redis call (zero: 500ms).
+	Timeout time.Duration
+
+	filePassword string // PasswordFile's content, read by Load
+}
+
+// Secret returns Password, or PasswordFile's content once Load read it.
+func (r *Redis) Secret() string {
+	if r.Password != "" {
+		return r.Password
+	}
+	return r.filePassword
 }
 
 // Embedded is the single-node store kept in a local file.

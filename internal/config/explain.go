@@ -35,6 +35,17 @@ func (c *Config) Explain(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "Requests that match no room go to %s untouched.\n", c.Origin)
 	}
+	if rd := c.Store.Redis; rd != nil {
+		kind, mode := "Redis", "closed: while Redis cannot be reached, new visitors wait"
+		if rd.Cluster {
+			kind = "a Redis Cluster"
+		}
+		if rd.FailMode == "open" {
+			mode = "open: while Redis cannot be reached, new visitors are let in uncounted"
+		}
+		fmt.Fprintf(&b, "State is shared through %s at %s, so any number of usher nodes can serve these rooms; fail mode %s.\n",
+			kind, strings.Join(rd.Addrs, ", "), mode)
+	}
 	if c.CountryHeader != "" {
 		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
 	}

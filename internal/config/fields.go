@@ -31,6 +31,22 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 						"path": d.text(&c.Store.Embedded.Path),
 					})
 				},
+				"redis": func(n *yaml.Node, at loc) {
+					rd := &Redis{}
+					c.Store.Redis = rd
+					d.mapping(n, at, map[string]field{
+						"addrs":         d.texts(&rd.Addrs),
+						"username":      d.text(&rd.Username),
+						"password":      d.text(&rd.Password),
+						"password_file": d.text(&rd.PasswordFile),
+						"db":            d.integer(&rd.DB),
+						"tls":           d.boolean(&rd.TLS),
+						"cluster":       d.boolean(&rd.Cluster),
+						"key_prefix":    d.text(&rd.KeyPrefix),
+						"fail_mode":     d.text(&rd.FailMode),
+						"timeout":       d.duration(&rd.Timeout),
+					})
+				},
 			})
 		},
 		"keys": func(n *yaml.Node, at loc) {

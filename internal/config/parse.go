@@ -110,6 +110,13 @@ func (c *Config) readFiles(dir string) report {
 			c.Admin.fileToken, c.Admin.tokenRead = s, true
 		}
 	}
+	if rd := c.Store.Redis; rd != nil && rd.PasswordFile != "" {
+		if s, err := readSecretFile(dir, rd.PasswordFile); err != nil {
+			r.add(0, loc{path: "store.redis.password_file"}, "%v", err)
+		} else {
+			rd.filePassword = s
+		}
+	}
 	for i := range c.Keys {
 		k := &c.Keys[i]
 		if k.SecretFile == "" {

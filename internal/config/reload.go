@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Reloadable reports whether a running usher can move from c to next (both
 // valid) without a restart: nil when it can, else a *ValidationError with
@@ -30,8 +33,11 @@ func (c *Config) Reloadable(next *Config) error {
 	if tokenOf(&c.Admin) != tokenOf(&next.Admin) {
 		r.add(0, loc{path: "admin.token"}, "changed, which needs a restart (the admin API takes its token at start)")
 	}
-	if c.Store != next.Store {
+	if c.Store.Embedded != next.Store.Embedded {
 		restart("store.embedded.path", "the store is opened at start", quoteOrNone(c.Store.Embedded.Path), quoteOrNone(next.Store.Embedded.Path))
+	}
+	if !sameRedis(c.Store.Redis, next.Store.Redis) {
+		r.add(0, loc{path: "store.redis"}, "changed, which needs a restart (the store is opened at start)")
 	}
 	if c.WatchConfig != next.WatchConfig {
 		restart("watch_config", "watching starts with usher", fmt.Sprint(c.WatchConfig), fmt.Sprint(next.WatchConfig))
@@ -92,4 +98,14 @@ func quoteOrNone(s string) string {
 		return "none"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// sameRedis reports whether two Redis store configs are the same.
+func sameRedis(a, b *Redis) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Addrs, b.Addrs) && a.Username == b.Username && a.Secret() == b.Secret() &&
+		a.DB == b.DB && a.TLS == b.TLS && a.Cluster == b.Cluster && a.KeyPrefix == b.KeyPrefix &&
+		a.FailMode == b.FailMode && a.Timeout == b.Timeout
 }

@@ -37,7 +37,9 @@ func (c *Config) Validate() error {
 			r.add(0, loc{path: "trusted_proxies"}.index(i), "%v", err)
 		}
 	}
-	if c.Store.Embedded.Path == "" {
+	if c.Store.Redis != nil {
+		c.Store.Redis.check(&r)
+	} else if c.Store.Embedded.Path == "" {
 		r.add(0, loc{path: "store.embedded.path"}, "required")
 	}
 	c.checkKeys(&r)
