@@ -67,4 +67,7 @@ type Decision struct {
 	Stats RoomStats
 	// QueueAll reports that the room sends everyone to the queue.
 	QueueAll bool
+	// Degraded reports a decision made by the fail mode, without the
+	// store (which could not be reached).
+	Degraded bool
 }

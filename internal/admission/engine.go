@@ -33,6 +33,9 @@ type Options struct {
 	Rand func() uint64
 	// Logger receives flush errors (nil: slog.Default()).
 	Logger *slog.Logger
+	// FailOpen admits new visitors, uncounted, while the store cannot be
+	// reached; otherwise (fail closed) they wait. See failDecision.
+	FailOpen bool
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -40,6 +43,8 @@ type Engine struct {
 	store usher.Store
 	opts  Options
 	slack int64 // seconds an active cell outlives its session
+
+	brk breaker
 
 	mu      sync.Mutex
 	rng     func() uint64
@@ -64,6 +69,7 @@ func New(store usher.Store, opts Options) *Engine {
 		rng:     rng,
 		pending: map[string]map[[8]byte]usher.Move{},
 	}
+	e.brk.log = opts.Logger
 	if opts.FlushInterval > 0 {
 		e.slack = int64((opts.FlushInterval + time.Second - 1) / time.Second)
 	}
@@ -137,8 +143,15 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 			tk.DrewAt = now.Truncate(time.Millisecond)
 		}
 	}
+	if !e.brk.allow(now) {
+		return e.failDecision(base, tk, t, s, now), nil
+	}
 	res, err := e.store.Admit(ctx, room.ID, op)
+	e.brk.result(now, err)
 	if err != nil {
+		if usher.ErrorCode(err) == usher.EUnavailable {
+			return e.failDecision(base, tk, t, s, now), nil
+		}
 		return usher.Decision{}, err
 	}
 	d := base

@@ -1,0 +1,113 @@
+package admission
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// Breaker defaults: after BreakerFailures store failures in a row the
+// engine stops calling the store for BreakerCooldown and applies the fail
+// mode at once, then lets one call through to probe.
+const (
+	BreakerFailures = 3
+	BreakerCooldown = 2 * time.Second
+)
+
+// breaker is a circuit breaker over the store's decisions.
+type breaker struct {
+	mu       sync.Mutex
+	failures int
+	openTill time.Time
+	probing  bool
+	down     bool // the store is considered unavailable (logged once)
+	log      *slog.Logger
+
+	failModeDecisions atomic.Int64
+	storeErrors       atomic.Int64
+}
+
+// allow reports whether to call the store now.
+func (b *breaker) allow(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures < BreakerFailures {
+		return true
+	}
+	if now.Before(b.openTill) || b.probing {
+		return false
+	}
+	b.probing = true
+	return true
+}
+
+// result records the outcome of a store call.
+func (b *breaker) result(now time.Time, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probing = false
+	if err == nil {
+		if b.down {
+			b.down = false
+			b.log.Info("store is available again; decisions use it", "after_failures", b.failures)
+		}
+		b.failures = 0
+		return
+	}
+	b.storeErrors.Add(1)
+	b.failures++
+	if b.failures >= BreakerFailures {
+		b.openTill = now.Add(BreakerCooldown)
+		if !b.down {
+			b.down = true
+			b.log.Error("store unavailable; applying the fail mode", "err", err, "cooldown", BreakerCooldown)
+		}
+	}
+}
+
+// StoreDown reports whether the engine currently treats the store as
+// unavailable.
+func (e *Engine) StoreDown() bool {
+	e.brk.mu.Lock()
+	defer e.brk.mu.Unlock()
+	return e.brk.down
+}
+
+// FailModeDecisions is the number of decisions made by the fail mode.
+func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load() }
+
+// StoreErrors is the number of failed store calls.
+func (e *Engine) StoreErrors() int64 { return e.brk.storeErrors.Load() }
+
+// failDecision decides without the store. Open admits the visitor
+// uncounted: its ticket names no cell, so its first renewal once the store
+// is back only adds it, and the room is back under its limits within one
+// session. Closed keeps the visitor waiting with its place (a waiter's
+// ticket is unchanged; a new visitor's arrival is now) and no position
+// shown, since none is known.
+func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, t *usher.Ticket, s *usher.Settings, now time.Time) usher.Decision {
+	e.brk.failModeDecisions.Add(1)
+	d.Degraded = true
+	if e.opts.FailOpen {
+		tk.State = usher.Admitted
+		tk.AdmittedAt = now.Truncate(time.Millisecond)
+		tk.CountedAt = tk.AdmittedAt
+		tk.Cell = 0
+		tk.NextCheckIn = time.Time{}
+		d.Outcome = usher.Admit
+		d.NewlyAdmitted = true
+		d.Ticket = tk
+		d.TicketChanged = true
+		return d
+	}
+	d.Outcome = usher.Wait
+	d.RefreshAfter = max(s.RefreshInterval+tk.Jitter, time.Second)
+	d.Ticket = tk
+	// A waiter keeps its ticket (and the cell it is counted in); a new
+	// visitor gets one with its arrival.
+	d.TicketChanged = t == nil || t.State != usher.Waiting
+	return d
+}
