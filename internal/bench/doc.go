@@ -1,6 +1,7 @@
-// Package bench measures usher from the outside, over real HTTP only.
+// Package bench measures usher: live, over real HTTP, and before the event,
+// on simulated time with the same admission engine.
 //
-// It has three parts:
+// Its parts:
 //
 //   - Origin, the sample site behind usher: it records when it saw each
 //     virtual visitor (header X-Bench-Visitor) and marks its answers with
@@ -9,10 +10,18 @@
 //     jar, arrive on a curve (ParseArrivals), wait in the queue honouring
 //     usher's refresh interval, may abandon, and browse once admitted
 //     (VisitorModel, Dist). It returns a Timeline of what they saw.
-//   - Report and Series, the arithmetic over a Timeline: active users and
-//     admissions per 60 s against the room's limits, utilisation while a
-//     queue exists, FIFO inversions, wait percentiles and the error of the
-//     announced wait.
+//   - Load, a closed-loop load of one kind of request (an admitted
+//     visitor's, a new visitor's, a check-in, or a plain proxy's), for the
+//     throughput comparison.
+//   - Simulate, the same visitors against internal/admission's engine on
+//     simulated time, no network: hours of an event in seconds. It fills
+//     the same Timeline, so the same Report applies.
+//   - Report, Series and SimSummary, the arithmetic over a Timeline:
+//     active users and admissions per 60 s against the room's limits,
+//     utilisation while a queue exists, FIFO inversions, wait percentiles
+//     (by arrival minute too) and the error of the announced wait; and
+//     PlotSVG, the plot of it.
 //
-// The package imports only the standard library and the root usher package.
+// The package imports the standard library, the root usher package and
+// the engine; the store a simulation runs on is the caller's.
 package bench

@@ -1,0 +1,412 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/usherhq/usher"
+	// The package has a type named admission.
+	engine "github.com/usherhq/usher/internal/admission"
+)
+
+// SimConfig is one simulated run: usher's admission engine on simulated
+// time, with no network.
+type SimConfig struct {
+	// Room is the room the visitors come to. Its waiting answers are read
+	// as JSON, whatever json_response_enabled says.
+	Room usher.Room
+	// Arrivals says when each visitor arrives.
+	Arrivals Arrivals
+	// Model says how visitors behave.
+	Model VisitorModel
+	// Seed makes the arrivals, every visitor's draws and the engine's
+	// random values repeatable: one seed, one timeline.
+	Seed uint64
+	// Horizon stops the run this long after its start, whoever is still
+	// there (zero: 24 hours of simulated time).
+	Horizon time.Duration
+	// Store holds the room's counters. It is required and should be new
+	// and in memory (the embedded store without a path): the run's
+	// simulated clock starts at Start, so a store that saw other times
+	// would mix them up.
+	Store usher.Store
+	// Tick, when positive, batches admitted visitors' activity as a node
+	// on a shared store does: the engine's FlushInterval, flushed every
+	// Tick of simulated time. Zero applies each renewal at once, as usher
+	// does with the embedded store.
+	Tick time.Duration
+	// Start is the simulated time of offset zero of the arrival curve
+	// (zero: 2026-01-01 00:00:00 UTC), kept to the millisecond. Events of
+	// Room are placed against it.
+	Start time.Time
+}
+
+// defaultSimStart is the simulated start of a run whose SimConfig.Start
+// is zero.
+func defaultSimStart() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+
+// Simulate runs cfg's visitors through the admission engine that usher
+// runs in production (admission.Engine over cfg.Store), on simulated time,
+// and returns what they saw, as Run would have recorded it with no network
+// latency (every request's sending time is its answer's time). The
+// simulated clock ticks in milliseconds.
+//
+// The visitors do what Run's do, and draw from the same per-visitor
+// random streams, so one seed gives the same visitors in both: a visitor
+// arrives at its offset; a waiting answer is a check-in, and the visitor
+// comes back refreshIntervalSeconds later (the decision's refresh rounded
+// up to the whole second, as the gate writes it), unless it is an
+// abandoner whose patience (from its arrival) runs out first: it then
+// leaves silently when it does. An admitted visitor browses, a request
+// every RequestEvery until Browse has elapsed since its admission, then
+// leaves; told to wait while browsing, it is requeued and leaves. A
+// rejected visitor (queueing method reject) sees an error and tries again
+// after 1 s, giving up after 5 in a row. Tickets go from one request to the
+// next as the cookie would carry them (times to the millisecond), without
+// sealing.
+//
+// The run ends when every visitor has left, at the horizon, or when ctx
+// ends; it then returns the timeline so far, with ctx's error in the last
+// case. Simulate fails before starting only on a bad SimConfig; an error
+// from the store stops the run and is returned with the timeline so far.
+func Simulate(ctx context.Context, cfg SimConfig) (*Timeline, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("bench: simulate: no store")
+	}
+	if cfg.Arrivals.Len() == 0 {
+		return nil, errors.New("bench: simulate: no arrivals")
+	}
+	if err := cfg.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: simulate: %w", err)
+	}
+	if cfg.Horizon < 0 || cfg.Tick < 0 {
+		return nil, fmt.Errorf("bench: simulate: negative horizon %v or tick %v", cfg.Horizon, cfg.Tick)
+	}
+	s := newSim(cfg)
+	err := s.run(ctx)
+	return s.tl, err
+}
+
+// RoomLimits returns the limits a report measures room against: its own
+// settings (not its events').
+func RoomLimits(room *usher.Room) Limits {
+	return Limits{
+		TotalActiveUsers:      room.TotalActiveUsers,
+		NewUsersPerMinute:     room.NewUsersPerMinute,
+		SessionDuration:       room.SessionDuration,
+		RefreshInterval:       room.RefreshInterval,
+		DisableSessionRenewal: room.DisableSessionRenewal,
+	}
+}
+
+// What a simulated visitor does next.
+type simAct uint8
+
+const (
+	simNone    simAct = iota
+	simArrive         // the first request
+	simRequest        // a check-in, a retry, or a browsing visitor's request
+	simAbandon        // patience ran out while waiting
+	simLeave          // browsing is over
+)
+
+// The live visitor's defaults (Config.RetryDelay and Config.MaxErrors).
+const (
+	simRetryDelay = time.Second
+	simMaxErrors  = 5
+)
+
+// simVisitor is one virtual visitor's state between its actions.
+type simVisitor struct {
+	rec      *Visitor
+	rng      *rand.Rand
+	patience time.Duration // zero: never abandons
+	deadline time.Duration // arrival + patience
+	until    time.Duration // end of browsing
+	errs     int
+	arrived  bool
+	browsing bool
+	has      bool // ticket is set
+	ticket   usher.Ticket
+}
+
+// sim is one simulated run in progress.
+type sim struct {
+	cfg     SimConfig
+	room    usher.Room
+	eng     *engine.Engine
+	start   time.Time
+	horizon time.Duration
+	tl      *Timeline
+	offsets []time.Duration // arrivals, to the millisecond
+	vs      []simVisitor
+	rec     *simRecorder
+	seq     uint64
+	sink    int
+	// turned is what a rejected visitor sees (see classify).
+	turnedKind, turnedDetail string
+	turnedStatus             int
+}
+
+func newSim(cfg SimConfig) *sim {
+	s := &sim{
+		cfg:     cfg,
+		room:    cfg.Room,
+		start:   cfg.Start,
+		horizon: cfg.Horizon,
+	}
+	if s.start.IsZero() {
+		s.start = defaultSimStart()
+	}
+	s.start = s.start.Truncate(time.Millisecond)
+	if s.horizon == 0 {
+		s.horizon = 24 * time.Hour
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51_6d_75_1a_7e))
+	s.eng = engine.New(cfg.Store, engine.Options{Rand: rng.Uint64, FlushInterval: cfg.Tick})
+	s.offsets = cfg.Arrivals.Offsets(cfg.Seed)
+	s.tl = &Timeline{Start: s.start, Visitors: make([]Visitor, len(s.offsets))}
+	s.vs = make([]simVisitor, len(s.offsets))
+	width := len(strconv.Itoa(len(s.offsets)))
+	for i, off := range s.offsets {
+		v := &s.tl.Visitors[i]
+		v.ID = "v" + pad(i+1, width)
+		v.Scheduled = off
+		s.offsets[i] = ceilMS(off)
+		s.vs[i].rec = v
+	}
+	s.rec = newSimRecorder(s.tl.Visitors, s.start)
+	// The gate answers a rejected visitor with the HTML reject page.
+	s.turnedStatus = s.room.QueueingStatusCode
+	if s.turnedStatus == 0 {
+		s.turnedStatus = 200
+	}
+	if s.turnedStatus == 200 {
+		s.turnedKind = ErrUnexpected
+		s.turnedDetail = "neither the origin nor a JSON waiting answer: text/html; charset=utf-8"
+	} else {
+		s.turnedKind, s.turnedDetail = ErrStatus, "reject page"
+	}
+	return s
+}
+
+// pad writes n with leading zeros to width digits, as Run's IDs.
+func pad(n, width int) string {
+	s := strconv.Itoa(n)
+	for len(s) < width {
+		s = "0" + s
+	}
+	return s
+}
+
+func (s *sim) at(d time.Duration) time.Time { return s.start.Add(d) }
+
+// run processes the visitors' actions in time order: at each simulated
+// millisecond, the actions due in the order they were scheduled, then the
+// arrivals.
+func (s *sim) run(ctx context.Context) error {
+	var last time.Duration
+	next := 0 // next arrival
+	nextFlush := s.cfg.Tick
+	var ag simAgenda
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return s.finish(last, true, err)
+			}
+		}
+		ev, src, ok := ag.peek()
+		switch {
+		case next < len(s.offsets) && (!ok || s.offsets[next] < ev.at):
+			ev = simEvent{at: s.offsets[next], i: int32(next), act: simArrive}
+			next++
+		case ok:
+			ag.pop(src)
+			if src >= 0 {
+				s.touch(&ag.fifos[src])
+			}
+		default:
+			return s.finish(last, false, nil)
+		}
+		if ev.at > s.horizon {
+			return s.finish(s.horizon, true, nil)
+		}
+		now := ev.at
+		last = now
+		if s.cfg.Tick > 0 && nextFlush <= now {
+			// Nothing happened since the first tick boundary after the
+			// last action: one flush there stands for all the boundaries.
+			if err := s.eng.Flush(ctx, s.at(nextFlush)); err != nil {
+				return s.finish(now, true, fmt.Errorf("bench: simulate: flush: %w", err))
+			}
+			nextFlush += (now-nextFlush)/s.cfg.Tick*s.cfg.Tick + s.cfg.Tick
+		}
+		nx, err := s.step(ctx, ev, now)
+		if err != nil {
+			return s.finish(now, true, err)
+		}
+		if nx.act != simNone {
+			s.seq++
+			ag.push(simEvent{at: nx.at, seq: s.seq, i: ev.i, act: nx.act}, nx.fixed, nx.at-now)
+		}
+	}
+}
+
+// finish closes the timeline at end and returns err.
+func (s *sim) finish(end time.Duration, horizon bool, err error) error {
+	s.tl.End = s.at(end)
+	s.tl.Horizon = horizon
+	s.rec.close()
+	return err
+}
+
+// ceilMS rounds d up to the whole millisecond. The simulated clock ticks in
+// milliseconds, the resolution of the ticket's times, so that the
+// report's arithmetic on the visitors' times is usher's on the tickets'.
+func ceilMS(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+}
+
+// step does ev at now and returns the visitor's next action (simNone:
+// none), to the millisecond.
+func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext, error) {
+	v := &s.vs[ev.i]
+	rec := v.rec
+	switch ev.act {
+	case simArrive:
+		v.rng = rand.New(rand.NewPCG(s.cfg.Seed, 0x9e37_79b9_7f4a_7c15^uint64(ev.i)))
+		// As runner.newVisitor, in the same order of draws.
+		if m := &s.cfg.Model; m.AbandonFraction > 0 && v.rng.Float64() < m.AbandonFraction {
+			v.patience = max(m.Patience.Sample(v.rng), time.Millisecond)
+			v.deadline = now + v.patience
+		}
+	case simAbandon:
+		t := s.at(now)
+		rec.Abandoned, rec.Left = t, t
+		s.rec.add(simCheckIn{i: ev.i, eta: simDone})
+		return simNext{}, nil
+	case simLeave:
+		rec.Left = s.at(now)
+		return simNext{}, nil
+	}
+	t := s.at(now)
+	var tk *usher.Ticket
+	if v.has {
+		tk = &v.ticket
+	}
+	d, err := s.eng.Decide(ctx, &s.room, tk, t)
+	if err != nil {
+		return simNext{}, fmt.Errorf("bench: simulate: visitor %s at %v: %w", rec.ID, now, err)
+	}
+	if d.TicketChanged {
+		v.ticket, v.has = d.Ticket, true
+		cookieTimes(&v.ticket)
+	}
+	if d.Outcome != usher.Wait && d.Outcome != usher.Admit && d.Outcome != usher.Pass {
+		// The reject page: an error, as Run's visitors see it.
+		if !v.arrived {
+			v.arrived = true
+			rec.Arrival, rec.ArrivalAck = t, t
+		}
+		rec.Errors = append(rec.Errors, RequestError{At: t, Kind: s.turnedKind, Status: s.turnedStatus, Detail: s.turnedDetail})
+		if v.errs++; v.errs >= simMaxErrors {
+			rec.GaveUp, rec.Left = true, t
+			s.rec.add(simCheckIn{i: ev.i, eta: simDone})
+			return simNext{}, nil
+		}
+		if v.browsing {
+			return s.pause(v, now), nil
+		}
+		return s.wait(v, now, simRetryDelay), nil
+	}
+	if v.browsing {
+		if d.Outcome == usher.Wait {
+			rec.Requeued++
+			rec.RequeuedAt, rec.Left = t, t
+			return simNext{}, nil
+		}
+		rec.Requests = append(rec.Requests, t)
+		v.errs = 0
+		return s.pause(v, now), nil
+	}
+	if !v.arrived {
+		v.arrived = true
+		rec.Arrival, rec.ArrivalAck = t, t
+	}
+	v.errs = 0
+	if d.Outcome == usher.Wait {
+		refresh := refreshSeconds(d.RefreshAfter, s.room.RefreshInterval)
+		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32))}
+		if d.WaitKnown {
+			c.eta = int32(min(waitMinutes(d.EstimatedWait), math.MaxInt32))
+		}
+		s.rec.add(c)
+		return s.wait(v, now, time.Duration(refresh)*time.Second), nil
+	}
+	// The origin's answer: admitted.
+	rec.Admitted, rec.AdmittedSent = t, t
+	s.rec.add(simCheckIn{i: ev.i, eta: simDone})
+	rec.Requests = append(rec.Requests, t)
+	v.browsing = true
+	v.until = now + s.cfg.Model.Browse.Sample(v.rng)
+	return s.pause(v, now), nil
+}
+
+// wait schedules a waiter's next check-in d after now, or its departure
+// when its patience runs out first (visitor.wait).
+func (s *sim) wait(v *simVisitor, now, d time.Duration) simNext {
+	if v.patience > 0 && now+d >= v.deadline {
+		return simNext{at: ceilMS(max(v.deadline, now)), act: simAbandon}
+	}
+	return simNext{at: now + ceilMS(d), act: simRequest, fixed: true}
+}
+
+// pause schedules a browsing visitor's next request, or its departure
+// when browsing ends first (visitor.browse).
+func (s *sim) pause(v *simVisitor, now time.Duration) simNext {
+	every := s.cfg.Model.RequestEvery.Sample(v.rng)
+	if every <= 0 || now+every >= v.until {
+		return simNext{at: ceilMS(max(v.until, now)), act: simLeave}
+	}
+	return simNext{at: ceilMS(now + every), act: simRequest}
+}
+
+// cookieTimes keeps t's times and jitter to the millisecond, as the cookie
+// codec does between two requests. On the simulated clock they mostly
+// are already.
+func cookieTimes(t *usher.Ticket) {
+	const ms = int(time.Millisecond)
+	if t.ArrivedAt.Nanosecond()%ms+t.AdmittedAt.Nanosecond()%ms+t.CountedAt.Nanosecond()%ms+
+		t.NextCheckIn.Nanosecond()%ms+t.DrewAt.Nanosecond()%ms != 0 {
+		for _, x := range [...]*time.Time{&t.ArrivedAt, &t.AdmittedAt, &t.CountedAt, &t.NextCheckIn, &t.DrewAt} {
+			if x.Nanosecond()%ms != 0 {
+				*x = time.UnixMilli(x.UnixMilli()).UTC()
+			}
+		}
+	}
+	t.Jitter = t.Jitter.Truncate(time.Millisecond)
+}
+
+// refreshSeconds is internal/web.RefreshSeconds, which the gate writes as
+// refreshIntervalSeconds: after in whole seconds, rounded up; fallback when
+// after is not positive, 20 s when neither is; at least 1.
+func refreshSeconds(after, fallback time.Duration) int {
+	if after <= 0 {
+		after = fallback
+	}
+	if after <= 0 {
+		after = 20 * time.Second
+	}
+	return max(int(math.Ceil(after.Seconds())), 1)
+}
+
+// waitMinutes is internal/web.Minutes, which the gate writes as waitTime:
+// d in whole minutes, rounded up; 0 when d is not positive.
+func waitMinutes(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Minutes()))
+}

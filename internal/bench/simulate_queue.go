@@ -1,0 +1,240 @@
+package bench
+
+import (
+	"container/heap"
+	"time"
+)
+
+// simCheckIn is a CheckIn kept small and free of pointers on its way to
+// the visitor's record (a large crowd makes millions).
+type simCheckIn struct {
+	at       time.Duration // since the start
+	position int64
+	i        int32 // the visitor
+	eta      int32 // whole minutes; -1: unknown; simDone: see simRecorder
+	refresh  int32 // whole seconds
+}
+
+// simDone in simCheckIn.eta says that the visitor stopped waiting.
+const simDone = -2
+
+// simRecorder builds the visitors' CheckIns on a goroutine of its own,
+// beside the run: the run writes its check-ins one after the other into
+// chunks and hands them over (so that it writes memory in order), and the
+// recorder files them by visitor and makes each visitor's CheckIns at once
+// when it stops waiting. Only the recorder writes Visitor.CheckIns.
+type simRecorder struct {
+	visitors []Visitor
+	start    time.Time
+	chunk    []simCheckIn
+	full     chan []simCheckIn
+	free     chan []simCheckIn
+	done     chan struct{}
+}
+
+const simChunk = 1 << 12
+
+func newSimRecorder(visitors []Visitor, start time.Time) *simRecorder {
+	r := &simRecorder{
+		visitors: visitors,
+		start:    start,
+		chunk:    make([]simCheckIn, 0, simChunk),
+		full:     make(chan []simCheckIn, 16),
+		free:     make(chan []simCheckIn, 16),
+		done:     make(chan struct{}),
+	}
+	go r.file()
+	return r
+}
+
+// add records c.
+func (r *simRecorder) add(c simCheckIn) {
+	r.chunk = append(r.chunk, c)
+	if len(r.chunk) == cap(r.chunk) {
+		r.full <- r.chunk
+		select {
+		case r.chunk = <-r.free:
+		default:
+			r.chunk = make([]simCheckIn, 0, simChunk)
+		}
+	}
+}
+
+// close hands over what is left and waits until every visitor's CheckIns
+// are made.
+func (r *simRecorder) close() {
+	r.full <- r.chunk
+	r.chunk = nil
+	close(r.full)
+	<-r.done
+}
+
+func (r *simRecorder) file() {
+	defer close(r.done)
+	byVisitor := make([][]simCheckIn, len(r.visitors))
+	for chunk := range r.full {
+		for _, c := range chunk {
+			if c.eta == simDone {
+				r.build(c.i, byVisitor[c.i])
+				byVisitor[c.i] = nil
+				continue
+			}
+			byVisitor[c.i] = append(byVisitor[c.i], c)
+		}
+		select {
+		case r.free <- chunk[:0]:
+		default:
+		}
+	}
+	for i, cs := range byVisitor {
+		r.build(int32(i), cs)
+	}
+}
+
+// build sets visitor i's CheckIns.
+func (r *simRecorder) build(i int32, cs []simCheckIn) {
+	if len(cs) == 0 {
+		return
+	}
+	out := make([]CheckIn, len(cs))
+	for k, c := range cs {
+		t := r.start.Add(c.at)
+		out[k] = CheckIn{At: t, Sent: t, Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
+		if c.eta >= 0 {
+			out[k].ETAKnown, out[k].ETA = true, time.Duration(c.eta)*time.Minute
+		}
+	}
+	r.visitors[i].CheckIns = out
+}
+
+// simEvent is a visitor's next action.
+type simEvent struct {
+	at  time.Duration // since the start
+	seq uint64        // tie-break: the order actions were scheduled in
+	i   int32         // the visitor
+	act simAct
+}
+
+// simQueue is a min-heap of actions by time, then by scheduling order.
+// Each visitor has at most one action in it.
+type simQueue []simEvent
+
+func (q simQueue) Len() int { return len(q) }
+func (q simQueue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q simQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *simQueue) Push(x any)   { *q = append(*q, x.(simEvent)) }
+func (q *simQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// simNext is a visitor's next action: at, or when fixed, a fixed delay
+// after now (a check-in or a retry).
+type simNext struct {
+	at    time.Duration
+	act   simAct
+	fixed bool
+}
+
+// simAgenda orders the visitors' actions by time, then by the order they
+// were scheduled in. Most actions are check-ins a refresh interval ahead,
+// and the refresh intervals take few values: actions scheduled a fixed
+// delay ahead go to one FIFO queue per delay, already in order, and the
+// others to a heap; the next action is the least of the queues' heads.
+// (A heap of every action spends most of a large run on cache misses.)
+type simAgenda struct {
+	fifos []simFIFO
+	heap  simQueue
+}
+
+// simMaxFIFOs bounds the FIFO queues; further delays go to the heap.
+const simMaxFIFOs = 16
+
+// simAhead is how many actions of a FIFO queue ahead touch visits.
+const simAhead = 8
+
+// touch reads, once every simAhead actions of f, the state of the
+// visitors of the simAhead actions after the next simAhead, so that it is
+// in the cache when their turn comes: the reads are independent, so the
+// memory serves them together, where a visitor read at its turn waits for
+// memory alone (the run spends most of its time waiting for memory).
+func (s *sim) touch(f *simFIFO) {
+	if f.head%simAhead != 0 || f.head+2*simAhead > len(f.evs) {
+		return
+	}
+	sum := 0
+	for _, ev := range f.evs[f.head+simAhead : f.head+2*simAhead] {
+		v := &s.vs[ev.i]
+		sum += v.errs + int(v.ticket.Cell)
+	}
+	s.sink += sum
+}
+
+type simFIFO struct {
+	delay time.Duration
+	evs   []simEvent
+	head  int
+}
+
+func before(a, b *simEvent) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
+
+// push adds ev, scheduled delay ahead of now when fixed. Actions are
+// pushed in the order of their seq, at or after the last one taken.
+func (ag *simAgenda) push(ev simEvent, fixed bool, delay time.Duration) {
+	if fixed {
+		for k := range ag.fifos {
+			if f := &ag.fifos[k]; f.delay == delay {
+				f.evs = append(f.evs, ev)
+				return
+			}
+		}
+		if len(ag.fifos) < simMaxFIFOs {
+			ag.fifos = append(ag.fifos, simFIFO{delay: delay, evs: []simEvent{ev}})
+			return
+		}
+	}
+	heap.Push(&ag.heap, ev)
+}
+
+// peek returns the next action and where it is (-1: the heap).
+func (ag *simAgenda) peek() (simEvent, int, bool) {
+	var best *simEvent
+	src := -1
+	if len(ag.heap) > 0 {
+		best = &ag.heap[0]
+	}
+	for k := range ag.fifos {
+		f := &ag.fifos[k]
+		if f.head < len(f.evs) && (best == nil || before(&f.evs[f.head], best)) {
+			best, src = &f.evs[f.head], k
+		}
+	}
+	if best == nil {
+		return simEvent{}, 0, false
+	}
+	return *best, src, true
+}
+
+// pop takes the action peek returned.
+func (ag *simAgenda) pop(src int) {
+	if src < 0 {
+		heap.Pop(&ag.heap)
+		return
+	}
+	f := &ag.fifos[src]
+	f.head++
+	switch {
+	case f.head == len(f.evs):
+		f.evs, f.head = f.evs[:0], 0
+	case f.head >= 1024 && 2*f.head >= len(f.evs):
+		n := copy(f.evs, f.evs[f.head:])
+		f.evs, f.head = f.evs[:n], 0
+	}
+}
