@@ -45,7 +45,7 @@ func splitmix64(x uint64) uint64 {
 // percentile is n = log(1 - p) / log(1 - P) windows.
 func estimateRandom(res usher.AdmitResult, s *usher.Settings) (known bool, p25, p50, p75 time.Duration) {
 	live := float64(res.Waiting + 1)
-	perWindow := float64(min(res.AdmittedLastMinute, int64(s.NewUsersPerMinute))) * s.RefreshInterval.Minutes()
+	perWindow := drainRate(res, s) * s.RefreshInterval.Minutes()
 	perWindow = max(perWindow, float64(res.Slots))
 	if perWindow <= 0 {
 		return false, 0, 0, 0
