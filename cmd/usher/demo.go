@@ -111,7 +111,7 @@ Press Ctrl-C to stop.
 		}
 	}
 	defer cancel()
-	return inner.run(ctx, cfg, log)
+	return inner.run(ctx, cfg, log, "")
 }
 
 // synthetic is one demo visitor: it arrives, waits in line honouring the

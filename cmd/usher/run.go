@@ -34,6 +34,8 @@ Usage:
   usher demo [--visitors N]   a sample shop behind a small room, on localhost
   usher check --config FILE   validate a config and explain each room
   usher keys new [--id ID]    print a new ticket key for the config
+  usher bench --self          measure usher: flash-crowd, throughput, standing-room
+  usher simulate --config F   what a room's visitors go through, on simulated time
   usher version               print the version
 
 Run "usher COMMAND -h" for a command's flags.
@@ -57,6 +59,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.demo(ctx, rest)
 	case "check":
 		err = m.check(rest)
+	case "bench":
+		err = m.bench(ctx, rest)
+	case "simulate":
+		err = m.simulate(ctx, rest)
 	case "keys":
 		err = m.keys(rest)
 	case "version", "--version":

@@ -18,6 +18,7 @@ import (
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/store/redis"
 	"github.com/usherhq/usher/internal/ticket"
 )
 
@@ -34,7 +35,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return configError(*path, err)
 	}
-	return m.run(ctx, cfg, m.logger())
+	return m.run(ctx, cfg, m.logger(), *path)
 }
 
 // storeFile is the embedded store's file inside store.embedded.path.
@@ -42,13 +43,10 @@ const storeFile = "usher.db"
 
 // run serves cfg until ctx is done, then shuts down gracefully: listeners
 // stop accepting, requests in flight finish, and the store is flushed and
-// closed cleanly.
-func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	dir := cfg.Store.Embedded.Path
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("store.embedded.path: %w", err)
-	}
-	store, err := local.Open(local.Options{Path: filepath.Join(dir, storeFile), Logger: log})
+// closed cleanly. With a config path, SIGHUP (and a change of the file,
+// with watch_config) reloads it: see reloader.
+func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, path string) error {
+	store, engineOpts, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -65,26 +63,37 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	rooms := make([]*usher.Room, len(cfg.Rooms))
-	for i := range cfg.Rooms {
-		rooms[i] = &cfg.Rooms[i]
+	engine := admission.New(store, engineOpts)
+	st := &state{}
+	metrics := admin.NewMetrics(st.rooms, engine.Status)
+	registerEngineMetrics(metrics, engine)
+	build := func(cfg *config.Config) (*gate.Gate, []*usher.Room, error) {
+		trusted, err := cfg.TrustedProxyPrefixes()
+		if err != nil {
+			return nil, nil, err
+		}
+		rooms := make([]*usher.Room, len(cfg.Rooms))
+		for i := range cfg.Rooms {
+			rooms[i] = &cfg.Rooms[i]
+		}
+		g, err := gate.New(gate.Options{
+			Rooms:         rooms,
+			DefaultOrigin: cfg.Origin,
+			Decider:       engine,
+			Sealer:        ring,
+			Trusted:       trusted,
+			Logger:        log,
+			Observe:       metrics.ObserveDecision,
+			IPLists:       cfg.IPLists(),
+			CountryHeader: cfg.CountryHeader,
+		})
+		return g, rooms, err
 	}
-	roomsFn := func() []*usher.Room { return rooms }
-
-	engine := admission.New(store, admission.Options{Logger: log})
-	metrics := admin.NewMetrics(roomsFn, engine.Status)
-	g, err := gate.New(gate.Options{
-		Rooms:         rooms,
-		DefaultOrigin: cfg.Origin,
-		Decider:       engine,
-		Sealer:        ring,
-		Trusted:       trusted,
-		Logger:        log,
-		Observe:       metrics.ObserveDecision,
-	})
+	g, rooms, err := build(cfg)
 	if err != nil {
 		return err
 	}
+	st.set(g, rooms)
 
 	pub, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -117,12 +126,12 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger) er
 			}
 		})
 	}
-	handler := server.RequestID(trusted, server.Recover(log, g))
+	handler := server.RequestID(trusted, server.Recover(log, st))
 	serve(pub, func() error { return server.Serve(ctx, pub, handler, log.With("listener", "public")) })
 	if adm != nil {
 		ah := admin.New(admin.Options{
 			Token:   cfg.Admin.BearerToken(),
-			Rooms:   roomsFn,
+			Rooms:   st.rooms,
 			Status:  engine.Status,
 			Metrics: metrics,
 			Logger:  log,
@@ -133,6 +142,17 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger) er
 		})
 	}
 	wg.Go(func() { engine.Run(ctx, nowFunc) })
+	if path != "" {
+		rl := &reloader{path: path, current: cfg, log: log, apply: func(next *config.Config) error {
+			g, rooms, err := build(next)
+			if err != nil {
+				return err
+			}
+			st.set(g, rooms)
+			return nil
+		}}
+		wg.Go(func() { rl.run(ctx) })
+	}
 	log.Info("usher is running", "version", Version, "public", pub.Addr().String(), "rooms", len(rooms))
 	wg.Wait()
 	close(errs)
@@ -145,6 +165,43 @@ func collect(errs <-chan error) []error {
 		out = append(out, err)
 	}
 	return out
+}
+
+// activityFlush is how often nodes on a shared store send admitted
+// visitors' activity: the store's recovery margin covers it.
+const activityFlush = time.Second
+
+// openStore opens the configured store and returns the engine options that
+// go with it: the embedded store counts activity at once; a shared store
+// has it batched once a second and applies the fail mode when unreachable.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher.Store, admission.Options, error) {
+	opts := admission.Options{Logger: log}
+	if rd := cfg.Store.Redis; rd != nil {
+		s, err := redis.Open(ctx, redis.Options{
+			Addrs:          rd.Addrs,
+			Username:       rd.Username,
+			Password:       rd.Secret(),
+			DB:             rd.DB,
+			TLS:            rd.TLS,
+			Cluster:        rd.Cluster,
+			KeyPrefix:      rd.KeyPrefix,
+			Timeout:        rd.Timeout,
+			RecoveryMargin: activityFlush,
+			Logger:         log,
+		})
+		if err != nil {
+			return nil, opts, fmt.Errorf("store.redis: %w", err)
+		}
+		opts.FlushInterval = activityFlush
+		opts.FailOpen = rd.FailMode == "open"
+		return s, opts, nil
+	}
+	dir := cfg.Store.Embedded.Path
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, opts, fmt.Errorf("store.embedded.path: %w", err)
+	}
+	s, err := local.Open(local.Options{Path: filepath.Join(dir, storeFile), Logger: log})
+	return s, opts, err
 }
 
 // keyRing returns the config's key ring or, when it has none, the ring kept

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/usherhq/usher/internal/bench"
+)
+
+// FlashResult is usher bench --scenario flash-crowd's output: the report's
+// figures and what was run.
+type FlashResult struct {
+	Scenario string       `json:"scenario"`
+	Arrivals string       `json:"arrivals"`
+	Limits   bench.Limits `json:"limits"`
+	bench.Result
+}
+
+const flashRoom = `  - id: flash
+    origin: %%s
+    routes:
+      - path: /
+    total_active_users: %d
+    new_users_per_minute: %d
+    session_duration: %s
+    refresh_interval: %s
+    json_response_enabled: true
+`
+
+func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, error) {
+	arr, err := bench.ParseArrivals(f.arrivals)
+	if err != nil {
+		return nil, fmt.Errorf("--arrivals: %w", err)
+	}
+	model := bench.VisitorModel{AbandonFraction: f.abandon}
+	for _, d := range []struct {
+		flag string
+		s    string
+		dst  *bench.Dist
+	}{{"--browse", f.browse, &model.Browse}, {"--every", f.every, &model.RequestEvery}, {"--patience", f.patience, &model.Patience}} {
+		if *d.dst, err = bench.ParseDist(d.s); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.flag, err)
+		}
+	}
+	if err := model.Validate(); err != nil {
+		return nil, fmt.Errorf("--abandon: %w", err)
+	}
+	lim := bench.Limits{
+		TotalActiveUsers:  f.total,
+		NewUsersPerMinute: f.perMinute,
+		SessionDuration:   f.session,
+		RefreshInterval:   f.refresh,
+	}
+	target := f.target
+	if f.self {
+		env, err := m.startSelf(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh))
+		if err != nil {
+			return nil, err
+		}
+		defer env.stop()
+		target = env.usherURL + "/"
+	}
+	tl, err := bench.Run(ctx, bench.Config{
+		Target:   target,
+		Arrivals: arr,
+		Model:    model,
+		Seed:     f.seed,
+		Horizon:  time.Hour,
+		MaxConns: 1024,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.plot != "" {
+		title := fmt.Sprintf("usher flash crowd: %s, %d active, %d/min", f.arrivals, f.total, f.perMinute)
+		if err := writePlot(f.plot, tl, lim, title); err != nil {
+			return nil, fmt.Errorf("--plot: %w", err)
+		}
+	}
+	return &FlashResult{Scenario: "flash-crowd", Arrivals: f.arrivals, Limits: lim, Result: bench.Report(tl, lim)}, nil
+}

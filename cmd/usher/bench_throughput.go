@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher/internal/bench"
+)
+
+// throughputRooms: "open" admits everyone (admitted visitors and new
+// visitors are measured there); "full" holds its one place, so that
+// visitors there wait and check in.
+const throughputRooms = `  - id: open
+    origin: %s
+    routes:
+      - path: /open
+    total_active_users: 1000000000
+    new_users_per_minute: 1000000000
+    session_duration: 1h
+    json_response_enabled: true
+  - id: full
+    origin: %s
+    cookie_suffix: full
+    routes:
+      - path: /full
+    total_active_users: 1
+    new_users_per_minute: 1000000000
+    session_duration: 1h
+    refresh_interval: 1s
+    json_response_enabled: true
+`
+
+// ThroughputResult is usher bench --scenario throughput's output. Each
+// target's figures are medians over the rounds; the ratios are medians of
+// the per-round ratios (each round loads every target once, interleaved,
+// so a ratio compares loads made seconds apart on the same machine).
+type ThroughputResult struct {
+	Scenario   string  `json:"scenario"`
+	Rounds     int     `json:"rounds"`
+	Workers    int     `json:"workers"`
+	DurationS  float64 `json:"duration_s"`
+	Origin     Figure  `json:"origin_direct"`
+	PlainProxy Figure  `json:"plain_proxy"`
+	Admitted   Figure  `json:"admitted"`
+	NewVisitor Figure  `json:"new_visitor"`
+	CheckIn    Figure  `json:"checkin"`
+
+	AdmittedVsPlainProxy   float64 `json:"admitted_vs_plain_proxy"`
+	NewVisitorVsPlainProxy float64 `json:"new_visitor_vs_plain_proxy"`
+	CheckInVsPlainProxy    float64 `json:"checkin_vs_plain_proxy"`
+	PlainProxyVsOrigin     float64 `json:"plain_proxy_vs_origin"`
+}
+
+// Figure is one target's median requests per second and latencies.
+type Figure struct {
+	RPS    float64 `json:"rps"`
+	P50ms  float64 `json:"p50_ms"`
+	P99ms  float64 `json:"p99_ms"`
+	Errors int     `json:"errors"`
+}
+
+func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputResult, error) {
+	env, err := m.startSelf(ctx, throughputRooms)
+	if err != nil {
+		return nil, err
+	}
+	defer env.stop()
+	// Hold the full room's one place.
+	if _, err := http.Get(env.usherURL + "/full"); err != nil {
+		return nil, err
+	}
+	isWaiting := func(r *http.Response) bool {
+		return r.StatusCode == http.StatusOK && r.Header.Get(bench.HeaderOrigin) == "" &&
+			strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
+	}
+	targets := []struct {
+		name string
+		cfg  bench.LoadConfig
+	}{
+		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}},
+		{"plain", bench.LoadConfig{URL: env.proxyURL + "/open", Expect: fromOrigin}},
+		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}},
+		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}},
+		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}},
+	}
+	byName := map[string][]bench.LoadResult{}
+	for round := range f.rounds {
+		for _, tg := range targets {
+			cfg := tg.cfg
+			cfg.Workers, cfg.Duration = f.workers, f.duration
+			cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
+			cfg.Transport.(*http.Transport).MaxIdleConnsPerHost = f.workers
+			if tg.name == "checkin" {
+				// Waiters check in with JSON, as apps do.
+				cfg.Transport = acceptJSON{cfg.Transport}
+			}
+			res, err := bench.Load(ctx, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
+			}
+			byName[tg.name] = append(byName[tg.name], res)
+		}
+	}
+	ratio := func(a, b string) float64 {
+		var rs []float64
+		for i := range byName[a] {
+			rs = append(rs, byName[a][i].RPS/byName[b][i].RPS)
+		}
+		return median(rs)
+	}
+	return &ThroughputResult{
+		Scenario:               "throughput",
+		Rounds:                 f.rounds,
+		Workers:                f.workers,
+		DurationS:              f.duration.Seconds(),
+		Origin:                 medianFigure(byName["origin"]),
+		PlainProxy:             medianFigure(byName["plain"]),
+		Admitted:               medianFigure(byName["admitted"]),
+		NewVisitor:             medianFigure(byName["new"]),
+		CheckIn:                medianFigure(byName["checkin"]),
+		AdmittedVsPlainProxy:   ratio("admitted", "plain"),
+		NewVisitorVsPlainProxy: ratio("new", "plain"),
+		CheckInVsPlainProxy:    ratio("checkin", "plain"),
+		PlainProxyVsOrigin:     ratio("plain", "origin"),
+	}, nil
+}
+
+// acceptJSON adds Accept: application/json to every request.
+type acceptJSON struct{ rt http.RoundTripper }
+
+func (a acceptJSON) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Accept", "application/json")
+	return a.rt.RoundTrip(r)
+}
+
+func medianFigure(rs []bench.LoadResult) Figure {
+	var rps, p50, p99 []float64
+	errs := 0
+	for _, r := range rs {
+		rps, p50, p99 = append(rps, r.RPS), append(p50, r.P50ms), append(p99, r.P99ms)
+		errs += r.Errors
+	}
+	return Figure{RPS: median(rps), P50ms: median(p50), P99ms: median(p99), Errors: errs}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+var _ = time.Second

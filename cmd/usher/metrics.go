@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/admission"
+)
+
+// registerEngineMetrics adds the engine's store health to the metrics.
+func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
+	m.Registry().MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "usher_store_up",
+			Help: "1 while decisions use the store, 0 while the fail mode applies.",
+		}, func() float64 {
+			if e.StoreDown() {
+				return 0
+			}
+			return 1
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_store_errors_total",
+			Help: "Store calls that failed.",
+		}, func() float64 { return float64(e.StoreErrors()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_failmode_decisions_total",
+			Help: "Decisions made by the fail mode while the store could not be reached.",
+		}, func() float64 { return float64(e.FailModeDecisions()) }),
+	)
+}

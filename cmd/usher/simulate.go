@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+// SimulateResult is usher simulate's output: the report of the simulated
+// visitors (the same figures as usher bench), and the queue over time.
+type SimulateResult struct {
+	Scenario string  `json:"scenario"`
+	Room     string  `json:"room"`
+	Arrivals string  `json:"arrivals"`
+	Seed     uint64  `json:"seed"`
+	ElapsedS float64 `json:"elapsed_s"`
+	MaxQueue int     `json:"max_waiting"`
+	Drained  bool    `json:"drained"`
+	DrainedS float64 `json:"drained_s"`
+	bench.Result
+	Waits []bench.MinuteWaits `json:"waits_by_arrival_minute"`
+}
+
+func (m *Main) simulate(ctx context.Context, args []string) error {
+	fs := m.flags("simulate", "simulate --config FILE --room ID --arrivals SPEC [flags]")
+	path := fs.String("config", "usher.yaml", "the config file whose room to simulate")
+	roomID := fs.String("room", "", "the room (default: the config's only room)")
+	arrivals := fs.String("arrivals", "flash:50000@2m", "arrival curve: flash:N@D, steady:R/s@D, ramp:N@D, csv:FILE")
+	browse := fs.String("browse", "4m", "how long an admitted visitor stays")
+	every := fs.String("every", "30s", "pause between an admitted visitor's requests")
+	abandon := fs.String("abandon", "20%@10m", "share of visitors who give up waiting, and after how long (PERCENT@DIST)")
+	seed := fs.Uint64("seed", 1, "seed: the same seed gives the same run")
+	horizon := fs.Duration("horizon", 24*time.Hour, "stop the simulated clock at this time")
+	jsonOut := fs.Bool("json", false, "print the result as JSON")
+	plot := fs.String("plot", "", "write an SVG plot to this file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return configError(*path, err)
+	}
+	room, err := pickRoom(cfg, *roomID)
+	if err != nil {
+		return err
+	}
+	arr, err := bench.ParseArrivals(*arrivals)
+	if err != nil {
+		return fmt.Errorf("--arrivals: %w", err)
+	}
+	model := bench.VisitorModel{}
+	if model.Browse, err = bench.ParseDist(*browse); err != nil {
+		return fmt.Errorf("--browse: %w", err)
+	}
+	if model.RequestEvery, err = bench.ParseDist(*every); err != nil {
+		return fmt.Errorf("--every: %w", err)
+	}
+	if model.AbandonFraction, model.Patience, err = parseAbandon(*abandon); err != nil {
+		return fmt.Errorf("--abandon: %w", err)
+	}
+	store, err := local.Open(local.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	start := time.Now()
+	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store})
+	if err != nil {
+		return err
+	}
+	lim := bench.RoomLimits(room)
+	sum := bench.SimSummary(tl, lim, time.Second)
+	res := &SimulateResult{
+		Scenario: "simulate", Room: room.ID, Arrivals: *arrivals, Seed: *seed,
+		ElapsedS: time.Since(start).Seconds(),
+		MaxQueue: sum.MaxWaiting, Drained: sum.Drained, DrainedS: sum.DrainedS,
+		Result: bench.Report(tl, lim), Waits: sum.Waits,
+	}
+	if *plot != "" {
+		if err := writePlot(*plot, tl, lim, fmt.Sprintf("usher simulate: room %s, %s", room.ID, *arrivals)); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
+	if *jsonOut {
+		return writeJSON(m, res)
+	}
+	printTable(m.Stdout, res)
+	return nil
+}
+
+// pickRoom returns the room with id, or the config's only room.
+func pickRoom(cfg *config.Config, id string) (*usher.Room, error) {
+	var ids []string
+	for i := range cfg.Rooms {
+		if cfg.Rooms[i].ID == id || (id == "" && len(cfg.Rooms) == 1) {
+			return &cfg.Rooms[i], nil
+		}
+		ids = append(ids, cfg.Rooms[i].ID)
+	}
+	if id == "" {
+		return nil, fmt.Errorf("--room: the config has %d rooms (%s); name one", len(ids), strings.Join(ids, ", "))
+	}
+	return nil, fmt.Errorf("--room: no room %q in the config (it has %s)", id, strings.Join(ids, ", "))
+}
+
+// parseAbandon parses PERCENT@DIST, such as 20%@10m or 0.2@exp:5m.
+func parseAbandon(s string) (float64, bench.Dist, error) {
+	frac, dist, ok := strings.Cut(s, "@")
+	if !ok {
+		return 0, bench.Dist{}, fmt.Errorf("want PERCENT@DURATION such as 20%%@10m, got %q", s)
+	}
+	var f float64
+	var err error
+	if p, isPct := strings.CutSuffix(frac, "%"); isPct {
+		f, err = strconv.ParseFloat(p, 64)
+		f /= 100
+	} else {
+		f, err = strconv.ParseFloat(frac, 64)
+	}
+	if err != nil || f < 0 || f > 1 {
+		return 0, bench.Dist{}, fmt.Errorf("share %q is not a percentage from 0%% to 100%%", frac)
+	}
+	d, err := bench.ParseDist(dist)
+	if err != nil {
+		return 0, bench.Dist{}, err
+	}
+	return f, d, nil
+}
