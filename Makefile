@@ -5,9 +5,12 @@ RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... .
 
 .PHONY: test build bench vet fmt deps clean
 
+# The end-to-end tests in cmd/usher run in real time, each for a minute or
+# more, and in parallel (they mostly wait): -parallel lets them overlap on a
+# two-core machine, -timeout leaves them room.
 test: deps vet
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -timeout 30m -parallel 16 ./...
+	$(GO) test -count=1 -timeout 30m -race $(RACE_PKGS)
 
 build:
 	$(GO) build -o bin/usher ./cmd/usher
