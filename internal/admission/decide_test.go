@@ -129,20 +129,27 @@ func TestCheckInsAreJittered(t *testing.T) {
 	room.TotalActiveUsers = 1
 	room.RefreshInterval = 20 * time.Second
 	decide(t, e, &room, nil, t0)
-	seen := map[time.Duration]bool{}
-	for i := range 50 {
-		d := decide(t, e, &room, nil, t0)
-		j := d.RefreshAfter - room.RefreshInterval
+	jitters, waits := map[time.Duration]bool{}, map[time.Duration]bool{}
+	for i := range 52 {
+		// One a second: from the third on, they are not near the front
+		// (which checks in twice as often).
+		at := t0.Add(time.Duration(i) * time.Second)
+		d := decide(t, e, &room, nil, at)
+		if i < 2 {
+			continue
+		}
+		j := d.Ticket.Jitter
 		if j < -MaxJitter(room.RefreshInterval) || j > MaxJitter(room.RefreshInterval) {
-			t.Fatalf("waiter %d refreshes after %v, jitter out of bounds", i, d.RefreshAfter)
+			t.Fatalf("waiter %d: jitter %v out of bounds", i, j)
 		}
-		if d.Ticket.Jitter != j {
-			t.Fatalf("ticket jitter %v, page waits %v", d.Ticket.Jitter, d.RefreshAfter)
+		if want := (room.RefreshInterval + j).Round(time.Second); d.RefreshAfter != want || !d.Ticket.NextCheckIn.Equal(at.Add(want)) {
+			t.Fatalf("waiter %d: jitter %v, page waits %v and next check-in %v; want %v", i, j, d.RefreshAfter, d.Ticket.NextCheckIn.Sub(at), want)
 		}
-		seen[j] = true
+		jitters[j], waits[d.RefreshAfter] = true, true
 	}
-	if len(seen) < 25 {
-		t.Fatalf("50 waiters share only %d refresh offsets", len(seen))
+	// Whole seconds on the page, spread over the jitter's range.
+	if len(jitters) < 25 || len(waits) < 4 {
+		t.Fatalf("50 waiters: %d jitters, %d distinct waits", len(jitters), len(waits))
 	}
 }
 
@@ -235,3 +242,23 @@ func TestTicketFromTheFutureIsNew(t *testing.T) {
 }
 
 func newRand(seed uint64) func() uint64 { return rand.New(rand.NewPCG(seed, 2)).Uint64 }
+
+func TestNearTheFrontChecksInSooner(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom() // 2 s refresh, 15 s sessions
+	room.TotalActiveUsers = 10
+	room.RefreshInterval = 10 * time.Second
+	for range 10 {
+		decide(t, e, &room, nil, t0)
+	}
+	// 10 admissions in the last minute: about 1.7 go in per 10 s refresh
+	// interval. The first two in line check in every 5 s, the rest every
+	// 10 s.
+	for i := range 6 {
+		d := decide(t, e, &room, nil, t0.Add(time.Duration(i+1)*time.Second))
+		half := d.RefreshAfter <= 6*time.Second
+		if near := i < 2; half != near {
+			t.Fatalf("position %d: refresh %v", d.Position, d.RefreshAfter)
+		}
+	}
+}

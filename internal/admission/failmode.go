@@ -104,7 +104,7 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, t *usher.Ticket
 		return d
 	}
 	d.Outcome = usher.Wait
-	d.RefreshAfter = max(s.RefreshInterval+tk.Jitter, time.Second)
+	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
 	d.Ticket = tk
 	// A waiter keeps its ticket (and the cell it is counted in); a new
 	// visitor gets one with its arrival.
