@@ -214,6 +214,7 @@ type waitingJSON struct {
 	RefreshIntervalSeconds int   `json:"refreshIntervalSeconds"`
 	Position               int64 `json:"position"`
 	PeopleAhead            int64 `json:"peopleAhead"`
+	IsEventPrequeueing     bool  `json:"isEventPrequeueing"`
 }
 
 // maxBody bounds what a visitor reads of an answer.
@@ -292,7 +293,8 @@ func classify(a answer, h http.Header, body []byte) answer {
 		At: a.recv, Sent: a.sent,
 		Position: w.Position, Ahead: w.PeopleAhead,
 		ETAKnown: w.WaitTimeKnown, ETA: time.Duration(w.WaitTime) * time.Minute,
-		Refresh: time.Duration(w.RefreshIntervalSeconds) * time.Second,
+		Refresh:  time.Duration(w.RefreshIntervalSeconds) * time.Second,
+		Prequeue: w.IsEventPrequeueing,
 	}
 	return a
 }

@@ -187,11 +187,11 @@ func TestRunErrors(t *testing.T) {
 func TestRunWaitingAt503(t *testing.T) {
 	t.Parallel()
 	// A room with queueing_status_code 503 still sends a JSON waiting
-	// answer: a check-in, not an error.
+	// answer: a check-in, not an error. Its pre-queue flag is recorded.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(503)
-		_, _ = w.Write([]byte(`{"usherWaitingRoom":{"inWaitingRoom":true,"refreshIntervalSeconds":1,"position":1}}`))
+		_, _ = w.Write([]byte(`{"usherWaitingRoom":{"inWaitingRoom":true,"refreshIntervalSeconds":1,"position":1,"isEventPrequeueing":true}}`))
 	}))
 	defer srv.Close()
 	tl, err := Run(t.Context(), Config{Target: srv.URL, Arrivals: ArrivalsAt(0), Horizon: 300 * time.Millisecond})
@@ -199,7 +199,7 @@ func TestRunWaitingAt503(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := tl.Visitors[0]
-	if !tl.Horizon || len(v.CheckIns) != 1 || len(v.Errors) != 0 || !v.Left.IsZero() {
+	if !tl.Horizon || len(v.CheckIns) != 1 || !v.CheckIns[0].Prequeue || len(v.Errors) != 0 || !v.Left.IsZero() {
 		t.Errorf("horizon %v, visitor %+v", tl.Horizon, v)
 	}
 	if res := Report(tl, Limits{TotalActiveUsers: 1, SessionDuration: time.Second}); res.Unfinished != 1 {

@@ -79,6 +79,9 @@ type CheckIn struct {
 	ETA      time.Duration `json:"eta"`
 	// Refresh is refreshIntervalSeconds.
 	Refresh time.Duration `json:"refresh"`
+	// Prequeue is isEventPrequeueing: the visitor waits for an event that
+	// has not started.
+	Prequeue bool `json:"prequeue,omitempty"`
 }
 
 // The kinds of RequestError.

@@ -15,25 +15,39 @@ import (
 
 // waitingRoomJSON is the JSON answer to a waiter, under "usherWaitingRoom":
 // Cloudflare's fields (cfWaitingRoom), so that apps port over, plus
-// position and peopleAhead.
+// position, peopleAhead and timeUntilEventStartSeconds.
+//
+// While an event's pre-queue is open, isEventPrequeueing is true and
+// timeUntilEventStart (whole minutes, rounded up) and
+// timeUntilEventStartSeconds count down to its start; both are 0 otherwise.
+// eventName is there only when the pre-queue's event has a name. With the
+// random method and a known wait, waitTimeLow and waitTimeHigh are the 25th
+// and 75th percentiles of the wait in whole minutes; they are left out
+// otherwise.
 type waitingRoomJSON struct {
-	InWaitingRoom          bool   `json:"inWaitingRoom"`
-	WaitTimeKnown          bool   `json:"waitTimeKnown"`
-	WaitTime               int64  `json:"waitTime"`
-	WaitTimeFormatted      string `json:"waitTimeFormatted"`
-	QueueIsFull            bool   `json:"queueIsFull"`
-	QueueAll               bool   `json:"queueAll"`
-	LastUpdated            string `json:"lastUpdated"`
-	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
-	QueueingMethod         string `json:"queueingMethod"`
-	IsFIFOQueue            bool   `json:"isFIFOQueue"`
-	IsRandomQueue          bool   `json:"isRandomQueue"`
-	Position               int64  `json:"position"`
-	PeopleAhead            int64  `json:"peopleAhead"`
+	InWaitingRoom              bool   `json:"inWaitingRoom"`
+	WaitTimeKnown              bool   `json:"waitTimeKnown"`
+	WaitTime                   int64  `json:"waitTime"`
+	WaitTimeLow                *int64 `json:"waitTimeLow,omitempty"`
+	WaitTimeHigh               *int64 `json:"waitTimeHigh,omitempty"`
+	WaitTimeFormatted          string `json:"waitTimeFormatted"`
+	QueueIsFull                bool   `json:"queueIsFull"`
+	QueueAll                   bool   `json:"queueAll"`
+	LastUpdated                string `json:"lastUpdated"`
+	RefreshIntervalSeconds     int    `json:"refreshIntervalSeconds"`
+	QueueingMethod             string `json:"queueingMethod"`
+	IsFIFOQueue                bool   `json:"isFIFOQueue"`
+	IsRandomQueue              bool   `json:"isRandomQueue"`
+	Position                   int64  `json:"position"`
+	PeopleAhead                int64  `json:"peopleAhead"`
+	IsEventPrequeueing         bool   `json:"isEventPrequeueing"`
+	TimeUntilEventStart        int64  `json:"timeUntilEventStart"`
+	TimeUntilEventStartSeconds int64  `json:"timeUntilEventStartSeconds"`
+	EventName                  string `json:"eventName,omitempty"`
 }
 
 func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
-	return waitingRoomJSON{
+	j := waitingRoomJSON{
 		InWaitingRoom:          true,
 		WaitTimeKnown:          pd.WaitKnown,
 		WaitTime:               pd.WaitMinutes,
@@ -48,6 +62,17 @@ func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
 		Position:               pd.Position,
 		PeopleAhead:            pd.PeopleAhead,
 	}
+	if pd.HasRange() {
+		low, high := pd.WaitLow, pd.WaitHigh
+		j.WaitTimeLow, j.WaitTimeHigh = &low, &high
+	}
+	if pd.Prequeue {
+		j.IsEventPrequeueing = true
+		j.TimeUntilEventStart = pd.UntilStartMinutes()
+		j.TimeUntilEventStartSeconds = pd.UntilStartSeconds()
+		j.EventName = pd.EventName
+	}
+	return j
 }
 
 // settings are the settings in force for d: a running event's, else the

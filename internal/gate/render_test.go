@@ -71,6 +71,16 @@ func TestWaitingJSON(t *testing.T) {
 	random.EstimatedWait = 0
 	random.QueueAll = true
 	random.RefreshAfter = 0
+	ranged := waiting(7)
+	ranged.WaitLow, ranged.EstimatedWait, ranged.WaitHigh = 250*time.Second, 9*time.Minute, 14*time.Minute
+	prequeue := waiting(5)
+	prequeue.Phase = usher.Prequeue
+	prequeue.Event = &usher.Event{Name: "Spring drop", PrequeueStart: testNow.Add(-time.Hour),
+		Start: testNow.Add(90*time.Second + 500*time.Millisecond), End: testNow.Add(2 * time.Hour)}
+	prequeue.EstimatedWait = prequeue.Event.Start.Sub(testNow)
+	unnamed := prequeue
+	unnamed.Event = &usher.Event{PrequeueStart: testNow.Add(-time.Hour), Start: testNow.Add(3 * time.Second), End: testNow.Add(time.Hour)}
+	unnamed.EstimatedWait = 3 * time.Second
 	tests := []struct {
 		name   string
 		method usher.QueueingMethod
@@ -78,6 +88,9 @@ func TestWaitingJSON(t *testing.T) {
 	}{
 		{"waiting_fifo.json", "", fifo},
 		{"waiting_random_unknown.json", usher.Random, random},
+		{"waiting_random_range.json", usher.Random, ranged},
+		{"waiting_prequeue.json", "", prequeue},
+		{"waiting_prequeue_unnamed.json", "", unnamed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
