@@ -36,6 +36,14 @@ type benchFlags struct {
 	rounds   int
 	duration time.Duration
 	workers  int
+	// redis, when set, runs the self environment's usher on the Redis
+	// store at this address (seed nodes, comma-separated, with
+	// redisCluster) instead of the embedded one.
+	redis        string
+	redisCluster bool
+	// compareEmbedded also measures a usher on the embedded store, with
+	// redis.
+	compareEmbedded bool
 
 	// standing-room
 	bound      time.Duration
@@ -43,6 +51,32 @@ type benchFlags struct {
 }
 
 func (m *Main) bench(ctx context.Context, args []string) error {
+	f, err := m.parseBenchFlags(args)
+	if err != nil {
+		return err
+	}
+	var out any
+	switch f.scenario {
+	case "flash-crowd":
+		out, err = m.benchFlash(ctx, f)
+	case "throughput":
+		out, err = m.benchThroughput(ctx, f)
+	case "standing-room":
+		out, err = m.benchStanding(ctx, f)
+	}
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		return writeJSON(m, out)
+	}
+	printTable(m.Stdout, out)
+	return nil
+}
+
+// parseBenchFlags parses usher bench's command line and checks that its flags
+// go together.
+func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
 	var f benchFlags
 	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput or standing-room")
@@ -63,38 +97,35 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	fs.IntVar(&f.rounds, "rounds", 3, "throughput: rounds (each measures every target once, interleaved)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "throughput: how long each target is loaded per round")
 	fs.IntVar(&f.workers, "workers", 32, "throughput: requests in flight")
+	fs.StringVar(&f.redis, "redis", "", "throughput: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput: --redis is a Redis Cluster")
+	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try")
 	if err := parse(fs, args); err != nil {
-		return err
+		return nil, err
+	}
+	usage := func(format string, args ...any) (*benchFlags, error) {
+		fmt.Fprintf(m.Stderr, "usher bench: "+format+"\n", args...)
+		return nil, errUsage
+	}
+	switch f.scenario {
+	case "flash-crowd", "throughput", "standing-room":
+	default:
+		return usage("--scenario: unknown scenario %q (flash-crowd, throughput, standing-room)", f.scenario)
 	}
 	if !f.self && (f.target == "" || f.scenario != "flash-crowd") {
-		fmt.Fprintln(m.Stderr, "usher bench: --self is needed, except for --scenario flash-crowd with --target URL")
-		return errUsage
+		return usage("--self is needed, except for --scenario flash-crowd with --target URL")
 	}
-	var (
-		out any
-		err error
-	)
-	switch f.scenario {
-	case "flash-crowd":
-		out, err = m.benchFlash(ctx, &f)
-	case "throughput":
-		out, err = m.benchThroughput(ctx, &f)
-	case "standing-room":
-		out, err = m.benchStanding(ctx, &f)
-	default:
-		fmt.Fprintf(m.Stderr, "usher bench: --scenario: unknown scenario %q (flash-crowd, throughput, standing-room)\n", f.scenario)
-		return errUsage
+	switch {
+	case f.redis != "" && f.scenario != "throughput":
+		return usage("--redis: only --scenario throughput runs usher on Redis")
+	case f.redis == "" && (f.redisCluster || f.compareEmbedded):
+		return usage("--redis-cluster and --compare-embedded need --redis ADDR")
+	case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
+		return usage("--redis: several addresses need --redis-cluster")
 	}
-	if err != nil {
-		return err
-	}
-	if f.jsonOut {
-		return writeJSON(m, out)
-	}
-	printTable(m.Stdout, out)
-	return nil
+	return &f, nil
 }
 
 func writeJSON(m *Main, v any) error {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,9 +16,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/server"
+	"github.com/usherhq/usher/internal/store/redis"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // selfEnv is usher bench --self: a sample origin, a plain
@@ -27,14 +35,50 @@ type selfEnv struct {
 	originURL string
 	proxyURL  string
 	usherURL  string
-	stop      func()
+	// redis is usher's store when it runs on Redis (selfOptions.redis),
+	// for its call counter; nil on the embedded store.
+	redis *redis.Store
+	// embeddedURL is a second usher, on the embedded store, with the same
+	// rooms and origin (selfOptions.compareEmbedded); empty without.
+	embeddedURL string
+	stop        func()
+}
+
+// selfOptions choose the self environment's store.
+type selfOptions struct {
+	// redis is the address of a Redis server (comma-separated seed nodes
+	// with cluster) usher keeps its state in, as a node of a shared store
+	// does (activity batched); empty: the embedded store.
+	redis   string
+	cluster bool
+	// compareEmbedded, with redis, also starts a usher on the embedded
+	// store, for comparison.
+	compareEmbedded bool
+}
+
+// selfConfig is the self environment's usher config: rooms (YAML of the
+// rooms list, with %s where the origin URL goes) on the embedded store in
+// dir.
+func selfConfig(dir, rooms, originURL string) (*config.Config, error) {
+	cfg, err := config.Parse(strings.NewReader(fmt.Sprintf("listen: 127.0.0.1:0\nstore:\n  embedded:\n    path: %s\nrooms:\n%s",
+		dir, strings.ReplaceAll(rooms, "%s", originURL))))
+	if err != nil {
+		return nil, fmt.Errorf("bench config: %w", err)
+	}
+	return cfg, nil
 }
 
 // startSelf starts the environment with rooms (YAML of the rooms list, with
-// %s where the origin URL goes).
+// %s where the origin URL goes), usher on the embedded store.
 func (m *Main) startSelf(ctx context.Context, rooms string) (*selfEnv, error) {
+	return m.startSelfWith(ctx, rooms, selfOptions{})
+}
+
+// startSelfWith starts the environment with rooms and opts.
+func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions) (*selfEnv, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	var closers []func() error
 	env := &selfEnv{origin: bench.NewOrigin("bench shop")}
 	// Throughput is measured against a fixed 1 KB page, so that the
 	// origin's own work does not hide the proxies' (the sample shop
@@ -66,6 +110,9 @@ func (m *Main) startSelf(ctx context.Context, rooms string) (*selfEnv, error) {
 	env.stop = func() {
 		cancel()
 		wg.Wait()
+		for _, c := range closers {
+			_ = c()
+		}
 		os.RemoveAll(dir)
 	}
 	fail := func(err error) (*selfEnv, error) {
@@ -86,24 +133,115 @@ func (m *Main) startSelf(ctx context.Context, rooms string) (*selfEnv, error) {
 	if env.proxyURL, err = serve(plain); err != nil {
 		return fail(err)
 	}
-	cfg, err := config.Parse(strings.NewReader(fmt.Sprintf("listen: 127.0.0.1:0\nstore:\n  embedded:\n    path: %s\nrooms:\n%s",
-		dir, strings.ReplaceAll(rooms, "%s", env.originURL))))
+	cfg, err := selfConfig(dir, rooms, env.originURL)
 	if err != nil {
-		return fail(fmt.Errorf("bench config: %w", err))
+		return fail(err)
 	}
-	ready := make(chan string, 1)
-	inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, _ string) { ready <- pub }}
-	errc := make(chan error, 1)
-	wg.Go(func() { errc <- inner.run(ctx, cfg, quiet, "") })
-	select {
-	case pub := <-ready:
-		env.usherURL = "http://" + pub
-	case err := <-errc:
-		return fail(fmt.Errorf("start usher: %w", err))
-	case <-time.After(20 * time.Second):
-		return fail(fmt.Errorf("start usher: not listening after 20 s"))
+	if opts.redis == "" {
+		ready := make(chan string, 1)
+		inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, _ string) { ready <- pub }}
+		errc := make(chan error, 1)
+		wg.Go(func() { errc <- inner.run(ctx, cfg, quiet, "") })
+		select {
+		case pub := <-ready:
+			env.usherURL = "http://" + pub
+		case err := <-errc:
+			return fail(fmt.Errorf("start usher: %w", err))
+		case <-time.After(20 * time.Second):
+			return fail(fmt.Errorf("start usher: not listening after 20 s"))
+		}
+		return env, nil
+	}
+
+	// On Redis, usher's store must be at hand for its call counter, which
+	// run does not give out: the node is wired here as run wires it.
+	// Both ushers seal with one key given in the config, so that nothing
+	// stays in Redis but the rooms' keys, which expire. A prefix of this
+	// run's own keeps earlier runs' counters out.
+	k, err := ticket.GenerateKey("bench")
+	if err != nil {
+		return fail(err)
+	}
+	keys := []config.Key{{ID: k.ID, Secret: ticket.EncodeSecret(k.Secret)}}
+	cfg.Keys = keys
+	var tag [4]byte
+	_, _ = rand.Read(tag[:])
+	cfg.Store.Redis = &config.Redis{
+		Addrs:     strings.Split(opts.redis, ","),
+		Cluster:   opts.cluster,
+		KeyPrefix: "usher-bench-" + hex.EncodeToString(tag[:]),
+	}
+	start := func(cfg *config.Config) (string, usher.Store, error) {
+		store, engineOpts, err := openStore(ctx, cfg, quiet)
+		if err != nil {
+			return "", nil, err
+		}
+		closers = append(closers, store.Close)
+		u, err := startNode(ctx, &wg, cfg, quiet, store, engineOpts)
+		return u, store, err
+	}
+	var store usher.Store
+	if env.usherURL, store, err = start(cfg); err != nil {
+		return fail(fmt.Errorf("start usher on redis: %w", err))
+	}
+	env.redis, _ = store.(*redis.Store)
+	if opts.compareEmbedded {
+		embedded, err := selfConfig(dir, rooms, env.originURL)
+		if err != nil {
+			return fail(err)
+		}
+		embedded.Keys = keys
+		if env.embeddedURL, _, err = start(embedded); err != nil {
+			return fail(fmt.Errorf("start usher on the embedded store: %w", err))
+		}
 	}
 	return env, nil
+}
+
+// startNode serves cfg's rooms over store on a public listener until ctx
+// is done, as Main.run does (the same engine, metrics, gate and handler
+// stack; no admin listener, no reloading), and returns its URL. The caller
+// closes store after wg is done.
+func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log *slog.Logger, store usher.Store, engineOpts admission.Options) (string, error) {
+	ring, err := keyRing(ctx, cfg, store, log)
+	if err != nil {
+		return "", err
+	}
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return "", err
+	}
+	engine := admission.New(store, engineOpts)
+	st := &state{}
+	metrics := admin.NewMetrics(st.rooms, engine.Status)
+	registerEngineMetrics(metrics, engine)
+	rooms := make([]*usher.Room, len(cfg.Rooms))
+	for i := range cfg.Rooms {
+		rooms[i] = &cfg.Rooms[i]
+	}
+	g, err := gate.New(gate.Options{
+		Rooms:         rooms,
+		DefaultOrigin: cfg.Origin,
+		Decider:       engine,
+		Sealer:        ring,
+		Trusted:       trusted,
+		Logger:        log,
+		Observe:       metrics.ObserveDecision,
+		IPLists:       cfg.IPLists(),
+		CountryHeader: cfg.CountryHeader,
+	})
+	if err != nil {
+		return "", err
+	}
+	st.set(g, rooms)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return "", fmt.Errorf("listen: %w", err)
+	}
+	handler := server.RequestID(trusted, server.Recover(log, st))
+	wg.Go(func() { _ = server.Serve(ctx, ln, handler, log) })
+	wg.Go(func() { engine.Run(ctx, nowFunc) })
+	return "http://" + ln.Addr().String(), nil
 }
 
 // proxyTransport is the plain proxy's transport: the same settings as the

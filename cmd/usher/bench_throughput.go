@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/usherhq/usher/internal/bench"
 )
@@ -53,6 +52,27 @@ type ThroughputResult struct {
 	NewVisitorVsPlainProxy float64 `json:"new_visitor_vs_plain_proxy"`
 	CheckInVsPlainProxy    float64 `json:"checkin_vs_plain_proxy"`
 	PlainProxyVsOrigin     float64 `json:"plain_proxy_vs_origin"`
+
+	// Store is usher's store: "embedded", or "redis" with --redis.
+	Store string `json:"store"`
+	// On Redis, each usher target's requests served over the commands
+	// usher's store sent to Redis during its loads (redis.Store.Calls),
+	// all rounds together: a new visitor or a check-in needs one
+	// admission script; admitted visitors' activity is batched, one call
+	// per room a second. Omitted when no call was made.
+	AdmittedPerRedisCall   float64 `json:"admitted_requests_per_redis_call,omitempty"`
+	NewVisitorPerRedisCall float64 `json:"new_visitor_requests_per_redis_call,omitempty"`
+	CheckInPerRedisCall    float64 `json:"checkin_requests_per_redis_call,omitempty"`
+
+	// With --compare-embedded, the usher targets on a second usher, over
+	// the embedded store, loaded in the same rounds; and the Redis-backed
+	// usher's rates over them (medians of the per-round ratios).
+	EmbeddedAdmitted          *Figure `json:"embedded_admitted,omitempty"`
+	EmbeddedNewVisitor        *Figure `json:"embedded_new_visitor,omitempty"`
+	EmbeddedCheckIn           *Figure `json:"embedded_checkin,omitempty"`
+	AdmittedRedisVsEmbedded   float64 `json:"admitted_redis_vs_embedded,omitempty"`
+	NewVisitorRedisVsEmbedded float64 `json:"new_visitor_redis_vs_embedded,omitempty"`
+	CheckInRedisVsEmbedded    float64 `json:"checkin_redis_vs_embedded,omitempty"`
 }
 
 // Figure is one target's median requests per second and latencies.
@@ -64,43 +84,91 @@ type Figure struct {
 }
 
 func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputResult, error) {
-	env, err := m.startSelf(ctx, throughputRooms)
+	env, err := m.startSelfWith(ctx, throughputRooms, selfOptions{
+		redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded,
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer env.stop()
 	// Hold the full room's one place.
-	if _, err := http.Get(env.usherURL + "/full"); err != nil {
-		return nil, err
+	for _, u := range []string{env.usherURL, env.embeddedURL} {
+		if u == "" {
+			continue
+		}
+		resp, err := http.Get(u + "/full")
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
 	}
 	isWaiting := func(r *http.Response) bool {
 		return r.StatusCode == http.StatusOK && r.Header.Get(bench.HeaderOrigin) == "" &&
 			strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 	}
-	targets := []struct {
+	type target struct {
 		name string
 		cfg  bench.LoadConfig
-	}{
+	}
+	targets := []target{
 		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}},
 		{"plain", bench.LoadConfig{URL: env.proxyURL + "/open", Expect: fromOrigin}},
 		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}},
 		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}},
 		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}},
 	}
-	byName := map[string][]bench.LoadResult{}
-	for round := range f.rounds {
+	if env.embeddedURL != "" {
+		// Each usher target is followed by its twin on the embedded
+		// store, so that a ratio compares loads made one after the other.
+		var paired []target
 		for _, tg := range targets {
+			paired = append(paired, tg)
+			if strings.HasPrefix(tg.cfg.URL, env.usherURL+"/") {
+				tg.name += "-embedded"
+				tg.cfg.URL = env.embeddedURL + strings.TrimPrefix(tg.cfg.URL, env.usherURL)
+				paired = append(paired, tg)
+			}
+		}
+		targets = paired
+	}
+	byName := map[string][]bench.LoadResult{}
+	served, calls := map[string]int64{}, map[string]int64{}
+	for round := range f.rounds {
+		order := slices.Clone(targets)
+		if round%2 == 1 && env.embeddedURL != "" {
+			// Every other round, the embedded twin goes first.
+			for i := range order {
+				if strings.HasSuffix(order[i].name, "-embedded") {
+					order[i-1], order[i] = order[i], order[i-1]
+				}
+			}
+		}
+		for _, tg := range order {
 			cfg := tg.cfg
 			cfg.Workers, cfg.Duration = f.workers, f.duration
 			cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
 			cfg.Transport.(*http.Transport).MaxIdleConnsPerHost = f.workers
-			if tg.name == "checkin" {
+			if strings.HasPrefix(tg.name, "checkin") {
 				// Waiters check in with JSON, as apps do.
 				cfg.Transport = acceptJSON{cfg.Transport}
+			}
+			var before int64
+			if env.redis != nil {
+				before = env.redis.Calls()
 			}
 			res, err := bench.Load(ctx, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
+			}
+			if env.redis != nil {
+				// Every answer counts, the unexpected ones too, and so do
+				// the cookie visitors' first requests, made before the
+				// clock starts: served and calls alike.
+				calls[tg.name] += env.redis.Calls() - before
+				served[tg.name] += int64(res.Requests + res.Errors)
+				if cfg.Cookies {
+					served[tg.name] += int64(cfg.Workers)
+				}
 			}
 			byName[tg.name] = append(byName[tg.name], res)
 		}
@@ -112,8 +180,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		}
 		return median(rs)
 	}
-	return &ThroughputResult{
+	res := &ThroughputResult{
 		Scenario:               "throughput",
+		Store:                  "embedded",
 		Rounds:                 f.rounds,
 		Workers:                f.workers,
 		DurationS:              f.duration.Seconds(),
@@ -126,7 +195,30 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		NewVisitorVsPlainProxy: ratio("new", "plain"),
 		CheckInVsPlainProxy:    ratio("checkin", "plain"),
 		PlainProxyVsOrigin:     ratio("plain", "origin"),
-	}, nil
+	}
+	if env.redis == nil {
+		return res, nil
+	}
+	perCall := func(name string) float64 {
+		if calls[name] == 0 {
+			return 0 // none: omitted
+		}
+		return float64(served[name]) / float64(calls[name])
+	}
+	res.Store = "redis"
+	res.AdmittedPerRedisCall = perCall("admitted")
+	res.NewVisitorPerRedisCall = perCall("new")
+	res.CheckInPerRedisCall = perCall("checkin")
+	if env.embeddedURL != "" {
+		fig := func(name string) *Figure { x := medianFigure(byName[name]); return &x }
+		res.EmbeddedAdmitted = fig("admitted-embedded")
+		res.EmbeddedNewVisitor = fig("new-embedded")
+		res.EmbeddedCheckIn = fig("checkin-embedded")
+		res.AdmittedRedisVsEmbedded = ratio("admitted", "admitted-embedded")
+		res.NewVisitorRedisVsEmbedded = ratio("new", "new-embedded")
+		res.CheckInRedisVsEmbedded = ratio("checkin", "checkin-embedded")
+	}
+	return res, nil
 }
 
 // acceptJSON adds Accept: application/json to every request.
@@ -159,5 +251,3 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
-
-var _ = time.Second

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -58,6 +59,7 @@ type Store struct {
 	client  valkey.Client
 	scripts scripts
 	closed  sync.Once
+	calls   atomic.Int64 // commands sent (see Calls)
 
 	mu    sync.Mutex
 	rooms map[string]seen
@@ -117,11 +119,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.TLS {
 		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	client, err := valkey.NewClient(co)
+	vc, err := valkey.NewClient(co)
 	if err != nil {
 		return nil, fail("open", err)
 	}
-	s := &Store{opts: opts, client: client, scripts: newScripts(), rooms: map[string]seen{}}
+	s := &Store{opts: opts, scripts: newScripts(), rooms: map[string]seen{}}
+	client := counting{vc, &s.calls}
+	s.client = client
 	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	if err := client.Do(pctx, client.B().Ping().Build()).Error(); err != nil {

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+// agreeScenario is a flash crowd scaled down to run live in about 80 s:
+// 200 visitors over 10 s into a room of 30 places and 600 a minute, who
+// browse 2-6 s with a request every 1-3 s (so that each session, renewed by
+// the last request, holds its place about 13 s: the room lets in about 2.3
+// visitors a second); one in five gives up after 5-30 s.
+const (
+	agreeArrivals  = "flash:200@10s"
+	agreeTotal     = 30
+	agreePerMinute = 600
+	agreeSession   = 10 * time.Second
+	agreeRefresh   = 2 * time.Second
+	agreeSeed      = 7
+	agreeHorizon   = 3 * time.Minute
+)
+
+func agreeModel(t *testing.T) bench.VisitorModel {
+	t.Helper()
+	m := bench.VisitorModel{AbandonFraction: 0.2}
+	for _, d := range []struct {
+		s   string
+		dst *bench.Dist
+	}{{"2s-6s", &m.Browse}, {"1s-3s", &m.RequestEvery}, {"5s-30s", &m.Patience}} {
+		var err error
+		if *d.dst, err = bench.ParseDist(d.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// TestAgreeSimulateWithLiveBench: usher simulate agrees with usher bench
+// run live against usher on the same scenario (room, seed, arrivals and
+// visitor model): the time the queue drained (the last waiter stopped
+// waiting) and the wait p50 and p95 are each within 10 % of the simulated
+// figure, or within one refresh interval when that is more (a waiter's
+// wait is measured in check-ins, a refresh interval apart, so a figure of
+// a few seconds can differ by one check-in).
+//
+// The simulated run starts at the live run's start, so that the per-second
+// buckets and 60 s windows of usher's counters fall alike. What still
+// differs: the engine's random draws (visitor ids and refresh jitter: the
+// simulator seeds them, the live usher draws from crypto/rand), and the
+// network: a live waiter comes back refreshIntervalSeconds after the
+// answer, so each check-in also carries one request's latency.
+func TestAgreeSimulateWithLiveBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live flash crowd for about 80 s")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), agreeHorizon+time.Minute)
+	defer cancel()
+	arr, err := bench.ParseArrivals(agreeArrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := agreeModel(t)
+	rooms := fmt.Sprintf(flashRoom, agreeTotal, agreePerMinute, agreeSession, agreeRefresh)
+
+	// Live: usher in this process, as usher bench --self runs it.
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
+	env, err := m.startSelf(ctx, rooms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.stop()
+	live, err := bench.Run(ctx, bench.Config{
+		Target:   env.usherURL + "/",
+		Arrivals: arr,
+		Model:    model,
+		Seed:     agreeSeed,
+		Horizon:  agreeHorizon,
+		MaxConns: 1024,
+	})
+	if err != nil {
+		t.Fatalf("live run: %v", err)
+	}
+
+	// Simulated: the same room as usher parsed it, on the in-memory
+	// embedded store, as usher simulate runs it.
+	cfg, err := selfConfig(t.TempDir(), rooms, "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := cfg.Rooms[0]
+	store, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	sim, err := bench.Simulate(ctx, bench.SimConfig{
+		Room:     room,
+		Arrivals: arr,
+		Model:    model,
+		Seed:     agreeSeed,
+		Horizon:  agreeHorizon,
+		Store:    store,
+		Start:    live.Start,
+	})
+	if err != nil {
+		t.Fatalf("simulated run: %v", err)
+	}
+
+	lim := bench.RoomLimits(&room)
+	lr, sr := bench.Report(live, lim), bench.Report(sim, lim)
+	ls, ss := bench.SimSummary(live, lim, time.Second), bench.SimSummary(sim, lim, time.Second)
+	t.Logf("%-22s %10s %10s", "", "live", "simulated")
+	for _, row := range []struct {
+		name       string
+		live, simd float64
+	}{
+		{"drained_s", ls.DrainedS, ss.DrainedS},
+		{"wait_p50_s", lr.WaitP50S, sr.WaitP50S},
+		{"wait_p95_s", lr.WaitP95S, sr.WaitP95S},
+		{"wait_p99_s", lr.WaitP99S, sr.WaitP99S},
+		{"admitted", float64(lr.Admitted), float64(sr.Admitted)},
+		{"abandoned", float64(lr.Abandoned), float64(sr.Abandoned)},
+		{"unfinished", float64(lr.Unfinished), float64(sr.Unfinished)},
+		{"errors", float64(lr.Errors), float64(sr.Errors)},
+		{"max_waiting", float64(ls.MaxWaiting), float64(ss.MaxWaiting)},
+		{"max_active", float64(lr.MaxActive), float64(sr.MaxActive)},
+		{"max_rate", float64(lr.MaxRate), float64(sr.MaxRate)},
+		{"utilization", lr.Utilization, sr.Utilization},
+		{"duration_s", lr.DurationS, sr.DurationS},
+		{"check-in period mean_s", checkInPeriod(live), checkInPeriod(sim)},
+	} {
+		t.Logf("%-22s %10.3f %10.3f", row.name, row.live, row.simd)
+	}
+	if lr.Errors > 0 {
+		t.Errorf("live run: %d failed requests: %v", lr.Errors, lr.ErrorCounts)
+	}
+	if live.Horizon || sim.Horizon {
+		t.Fatalf("a run reached the %v horizon (live %v, simulated %v)", agreeHorizon, live.Horizon, sim.Horizon)
+	}
+	if !ls.Drained || !ss.Drained {
+		t.Fatalf("a queue did not drain (live %v, simulated %v)", ls.Drained, ss.Drained)
+	}
+	for _, c := range []struct {
+		name       string
+		live, simd float64
+	}{
+		{"drain time", ls.DrainedS, ss.DrainedS},
+		{"wait p50", lr.WaitP50S, sr.WaitP50S},
+		{"wait p95", lr.WaitP95S, sr.WaitP95S},
+	} {
+		if err := agree(c.live, c.simd, agreeRefresh); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// agree checks |live - sim| <= max(10 % of sim, floor).
+func agree(live, sim float64, floor time.Duration) error {
+	tol := max(0.10*math.Abs(sim), floor.Seconds())
+	if d := math.Abs(live - sim); d > tol {
+		return fmt.Errorf("live %.3f s, simulated %.3f s: %.3f s apart (%.1f %%), more than %.3f s", live, sim, d, 100*d/math.Abs(sim), tol)
+	}
+	return nil
+}
+
+func TestAgree(t *testing.T) {
+	for _, c := range []struct {
+		live, sim float64
+		ok        bool
+	}{
+		{100, 100, true},
+		{109.9, 100, true},
+		{90.1, 100, true},
+		{111, 100, false},
+		{89, 100, false},
+		{3.9, 2, true}, // the floor: one refresh interval
+		{4.1, 2, false},
+		{0, 0, true},
+	} {
+		err := agree(c.live, c.sim, 2*time.Second)
+		if (err == nil) != c.ok {
+			t.Errorf("agree(%v, %v) = %v, want ok %v", c.live, c.sim, err, c.ok)
+		}
+	}
+}
+
+// checkInPeriod is the mean time between a waiter's consecutive check-in
+// requests, in seconds.
+func checkInPeriod(tl *bench.Timeline) float64 {
+	var sum time.Duration
+	n := 0
+	for i := range tl.Visitors {
+		c := tl.Visitors[i].CheckIns
+		for k := 1; k < len(c); k++ {
+			sum += sent(c[k]).Sub(sent(c[k-1]))
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return (sum / time.Duration(n)).Seconds()
+}
+
+func sent(c bench.CheckIn) time.Time {
+	if c.Sent.IsZero() {
+		return c.At
+	}
+	return c.Sent
+}
+
+// TestBenchFlagsRedis: the throughput scenario's Redis options parse, and
+// go only where they mean something.
+func TestBenchFlagsRedis(t *testing.T) {
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
+	f, err := m.parseBenchFlags([]string{"--self", "--scenario", "throughput", "--redis", "127.0.0.1:6399", "--compare-embedded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.redis != "127.0.0.1:6399" || f.redisCluster || !f.compareEmbedded {
+		t.Errorf("redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	}
+	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput", "--redis", "10.0.0.1:7000,10.0.0.2:7000", "--redis-cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.redis != "10.0.0.1:7000,10.0.0.2:7000" || !f.redisCluster || f.compareEmbedded {
+		t.Errorf("redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	}
+	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.redis != "" || f.redisCluster || f.compareEmbedded {
+		t.Errorf("defaults: redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	}
+	for _, args := range [][]string{
+		{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399"},
+		{"--self", "--scenario", "standing-room", "--redis", "127.0.0.1:6399"},
+		{"--self", "--scenario", "throughput", "--compare-embedded"},
+		{"--self", "--scenario", "throughput", "--redis-cluster"},
+		{"--self", "--scenario", "throughput", "--redis", "10.0.0.1:7000,10.0.0.2:7000"},
+		{"--self", "--scenario", "bogus"},
+	} {
+		if _, err := m.parseBenchFlags(args); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
