@@ -10,6 +10,9 @@ import (
 )
 
 func main() {
+	// A SIGHUP before the config reloader listens must not end the
+	// process; the reloader takes the signal over once it runs.
+	signal.Ignore(syscall.SIGHUP)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(NewMain().Run(ctx, os.Args[1:]))

@@ -262,3 +262,49 @@ func TestNearTheFrontChecksInSooner(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionOutlivesItsEvent(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom() // the room's sessions last 15 s
+	long := 10 * time.Minute
+	room.Events = []usher.Event{{Name: "drop", Start: t0, End: t0.Add(time.Minute), Overrides: usher.Overrides{SessionDuration: &long}}}
+	tk := decide(t, e, &room, nil, t0.Add(50*time.Second)).Ticket
+	// Twenty seconds after the event's end, the room's own 15 s would have
+	// ended the session; the event's 10 minutes still hold.
+	d := decide(t, e, &room, &tk, t0.Add(80*time.Second))
+	if d.Outcome != usher.Admit || d.NewlyAdmitted {
+		t.Fatalf("after the event: %v (newly %v), want the session kept", d.Outcome, d.NewlyAdmitted)
+	}
+}
+
+func TestLongAbsentWaiterStartsOver(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	decide(t, e, &room, nil, t0)
+	old := decide(t, e, &room, nil, t0.Add(time.Second)).Ticket
+	later := t0.Add(2 * time.Second)
+	for range 3 {
+		decide(t, e, &room, nil, later) // three arrive later and wait
+	}
+	back := t0.Add(time.Second + MaxAbsence(room.RefreshInterval) + time.Second)
+	if d := decide(t, e, &room, &old, back); !d.Ticket.ArrivedAt.Equal(back) {
+		t.Fatalf("a waiter back after %v keeps its arrival %v", MaxAbsence(room.RefreshInterval), d.Ticket.ArrivedAt)
+	}
+	// Within the limit, the place is kept.
+	e2 := newEngine(t)
+	decide(t, e2, &room, nil, t0)
+	kept := decide(t, e2, &room, nil, t0.Add(time.Second)).Ticket
+	if d := decide(t, e2, &room, &kept, t0.Add(5*time.Minute)); !d.Ticket.ArrivedAt.Equal(kept.ArrivedAt) {
+		t.Fatal("a waiter back after five minutes lost its place")
+	}
+}
+
+func TestQueueAllClaimsNoWait(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.QueueAll = true
+	if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Wait || d.WaitKnown {
+		t.Fatalf("queue_all: %v known=%v, want waiting with the wait unknown", d.Outcome, d.WaitKnown)
+	}
+}

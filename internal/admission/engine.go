@@ -119,8 +119,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 		base.Outcome = usher.Pass
 		return base, nil
 	}
-	if t != nil && t.SessionValid(s, now) {
-		return e.keep(ctx, room.ID, s, *t, now, base)
+	if ss := sessionSettings(room, s, t, now); ss != nil {
+		return e.keep(ctx, room.ID, ss, *t, now, base)
 	}
 	if s.QueueingMethod == usher.Reject && sched.Phase != usher.Prequeue {
 		base.Outcome = usher.Turn
@@ -200,18 +200,44 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
 	case s.QueueingMethod == usher.Random:
 		d.WaitKnown, d.WaitLow, d.EstimatedWait, d.WaitHigh = estimateRandom(res, s)
+	case s.QueueAll:
+		// Nobody is let in until the operator lifts queue_all.
 	default:
 		d.WaitKnown, d.EstimatedWait = estimate(res, s, refresh)
 	}
 	return d, nil
 }
 
+// sessionSettings returns the settings under which t holds a session at
+// now: the ones in force, or, when an event has ended or begun since the
+// visitor was admitted, the ones it was admitted under (a session is never
+// cut short by a change of schedule); nil when t holds no session.
+func sessionSettings(room *usher.Room, s *usher.Settings, t *usher.Ticket, now time.Time) *usher.Settings {
+	if t == nil || t.State != usher.Admitted {
+		return nil
+	}
+	if t.SessionValid(s, now) {
+		return s
+	}
+	if at := room.At(t.AdmittedAt).Settings; t.SessionValid(&at, now) {
+		return &at
+	}
+	return nil
+}
+
+// MaxAbsence is how long a waiter may stay away (not check in) and still
+// keep its place; after that its ticket counts as a new visitor's. Without
+// it, a ticket kept from an earlier queue (or an earlier event) would jump
+// to the front of a later one.
+func MaxAbsence(refresh time.Duration) time.Duration { return max(10*time.Minute, 10*refresh) }
+
 // waiter returns the ticket a visitor waits with (its own while it is a
 // sane waiting ticket, else a new one arriving now) and the waiting cell it
 // is counted in. A visitor who arrives while an event's pre-queue is open
 // gets its place at the start: shuffled, or by arrival.
 func (e *Engine) waiter(t *usher.Ticket, now time.Time, sched *usher.Schedule) (usher.Ticket, usher.Cell) {
-	if t != nil && t.State == usher.Waiting && !t.ArrivedAt.After(now.Add(time.Minute)) {
+	if t != nil && t.State == usher.Waiting && !t.ArrivedAt.After(now.Add(time.Minute)) &&
+		now.Sub(t.CountedAt) <= MaxAbsence(sched.RefreshInterval) {
 		return *t, usher.Cell{Exp: t.Cell, At: t.CountedAt}
 	}
 	var tk usher.Ticket
@@ -303,11 +329,40 @@ func (e *Engine) Flush(ctx context.Context, now time.Time) error {
 		for _, mv := range byVisitor {
 			moves = append(moves, mv)
 		}
-		if err := e.store.Touch(ctx, room, now, moves); err != nil && first == nil {
-			first = err
+		if err := e.store.Touch(ctx, room, now, moves); err != nil {
+			// The tickets already name the new cells: keep the moves for
+			// the next flush, or later renewals would take visitors out of
+			// cells they never reached.
+			e.requeue(room, byVisitor)
+			if first == nil {
+				first = err
+			}
 		}
 	}
 	return first
+}
+
+// requeue puts moves that failed to flush back in front of the moves
+// batched since.
+func (e *Engine) requeue(room string, failed map[[8]byte]usher.Move) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	byVisitor := e.pending[room]
+	if byVisitor == nil {
+		byVisitor = map[[8]byte]usher.Move{}
+		e.pending[room] = byVisitor
+	}
+	for v, old := range failed {
+		if newer, ok := byVisitor[v]; ok {
+			if newer.From.Exp == old.To || newer.From.Exp == old.From.Exp {
+				newer.From = old.From
+			}
+			newer.To = max(newer.To, old.To)
+			byVisitor[v] = newer
+			continue
+		}
+		byVisitor[v] = old
+	}
 }
 
 // Run flushes batched activity every FlushInterval until ctx is done, then

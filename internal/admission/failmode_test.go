@@ -146,3 +146,36 @@ type errStore struct {
 func (s errStore) Admit(context.Context, string, usher.AdmitOp) (usher.AdmitResult, error) {
 	return usher.AdmitResult{}, s.err
 }
+
+func TestFailedFlushIsRetried(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f := &flakyStore{Store: st}
+	e := New(f, Options{FlushInterval: time.Second, Rand: newRand(1)})
+	room := simRoom() // 15 s sessions, 1 s slack
+	room.TotalActiveUsers = 2
+	ctx := context.Background()
+	tk := decide(t, e, &room, nil, t0).Ticket
+	// Renewals at 5 s and 10 s; the first flush fails.
+	r1 := decide(t, e, &room, &tk, t0.Add(5*time.Second)).Ticket
+	f.down = true
+	if err := e.Flush(ctx, t0.Add(6*time.Second)); err == nil {
+		t.Fatal("flush into a down store succeeded")
+	}
+	f.down = false
+	decide(t, e, &room, &r1, t0.Add(10*time.Second))
+	if err := e.Flush(ctx, t0.Add(11*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The visitor's session runs to 25 s: it must still be counted at 24 s,
+	// once and only once.
+	for _, at := range []time.Duration{12 * time.Second, 20 * time.Second, 24 * time.Second} {
+		st, _ := e.Status(ctx, &room, t0.Add(at))
+		if st.Active != 1 {
+			t.Fatalf("at %v active = %d, want 1", at, st.Active)
+		}
+	}
+}
