@@ -18,6 +18,9 @@ func (rd *Redis) check(r *report) {
 			r.add(0, at.field("addrs").index(i), "%s", msg)
 		}
 	}
+	if len(rd.Addrs) > 1 && !rd.Cluster {
+		r.add(0, at.field("addrs"), "has %d addresses: several are seed nodes of a cluster (set cluster: true), one is a single server", len(rd.Addrs))
+	}
 	if rd.Password != "" && rd.PasswordFile != "" {
 		r.add(0, at, "set password or password_file, not both")
 	}
