@@ -17,11 +17,9 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
-	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/config"
-	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/redis"
 	"github.com/usherhq/usher/internal/ticket"
@@ -203,44 +201,16 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 // stack; no admin listener, no reloading), and returns its URL. The caller
 // closes store after wg is done.
 func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log *slog.Logger, store usher.Store, engineOpts admission.Options) (string, error) {
-	ring, err := keyRing(ctx, cfg, store, log)
+	n, err := newNode(ctx, cfg, log, store, engineOpts)
 	if err != nil {
 		return "", err
 	}
-	trusted, err := cfg.TrustedProxyPrefixes()
-	if err != nil {
-		return "", err
-	}
-	engine := admission.New(store, engineOpts)
-	st := &state{}
-	metrics := admin.NewMetrics(st.rooms, engine.Status)
-	registerEngineMetrics(metrics, engine)
-	rooms := make([]*usher.Room, len(cfg.Rooms))
-	for i := range cfg.Rooms {
-		rooms[i] = &cfg.Rooms[i]
-	}
-	g, err := gate.New(gate.Options{
-		Rooms:         rooms,
-		DefaultOrigin: cfg.Origin,
-		Decider:       engine,
-		Sealer:        ring,
-		Trusted:       trusted,
-		Logger:        log,
-		Observe:       metrics.ObserveDecision,
-		IPLists:       cfg.IPLists(),
-		CountryHeader: cfg.CountryHeader,
-	})
-	if err != nil {
-		return "", err
-	}
-	st.set(g, rooms)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return "", fmt.Errorf("listen: %w", err)
 	}
-	handler := server.RequestID(trusted, server.Recover(log, st))
-	wg.Go(func() { _ = server.Serve(ctx, ln, handler, log) })
-	wg.Go(func() { engine.Run(ctx, nowFunc) })
+	wg.Go(func() { _ = server.Serve(ctx, ln, n.handler, log) })
+	n.background(ctx, wg, cfg, store, log)
 	return "http://" + ln.Addr().String(), nil
 }
 

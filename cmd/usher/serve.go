@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,7 +20,6 @@ import (
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
-	"github.com/usherhq/usher/internal/ticket"
 )
 
 // nowFunc is the clock of the running program.
@@ -55,45 +55,11 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			log.Error("closing the embedded store", "err", err)
 		}
 	}()
-	ring, err := keyRing(ctx, cfg, store, log)
+	n, err := newNode(ctx, cfg, log, store, engineOpts)
 	if err != nil {
 		return err
 	}
-	trusted, err := cfg.TrustedProxyPrefixes()
-	if err != nil {
-		return err
-	}
-	engine := admission.New(store, engineOpts)
-	st := &state{}
-	metrics := admin.NewMetrics(st.rooms, engine.Status)
-	registerEngineMetrics(metrics, engine)
-	build := func(cfg *config.Config) (*gate.Gate, []*usher.Room, error) {
-		trusted, err := cfg.TrustedProxyPrefixes()
-		if err != nil {
-			return nil, nil, err
-		}
-		rooms := make([]*usher.Room, len(cfg.Rooms))
-		for i := range cfg.Rooms {
-			rooms[i] = &cfg.Rooms[i]
-		}
-		g, err := gate.New(gate.Options{
-			Rooms:         rooms,
-			DefaultOrigin: cfg.Origin,
-			Decider:       engine,
-			Sealer:        ring,
-			Trusted:       trusted,
-			Logger:        log,
-			Observe:       metrics.ObserveDecision,
-			IPLists:       cfg.IPLists(),
-			CountryHeader: cfg.CountryHeader,
-		})
-		return g, rooms, err
-	}
-	g, rooms, err := build(cfg)
-	if err != nil {
-		return err
-	}
-	st.set(g, rooms)
+	engine, st, metrics := n.engine, n.st, n.metrics
 
 	pub, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -126,8 +92,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			}
 		})
 	}
-	handler := server.RequestID(trusted, server.Recover(log, st))
-	serve(pub, func() error { return server.Serve(ctx, pub, handler, log.With("listener", "public")) })
+	serve(pub, func() error { return server.Serve(ctx, pub, n.handler, log.With("listener", "public")) })
 	if adm != nil {
 		ah := admin.New(admin.Options{
 			Token:   cfg.Admin.BearerToken(),
@@ -141,22 +106,85 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
 		})
 	}
-	wg.Go(func() { engine.Run(ctx, nowFunc) })
+	n.background(ctx, &wg, cfg, store, log)
 	if path != "" {
-		rl := &reloader{path: path, current: cfg, log: log, apply: func(next *config.Config) error {
-			g, rooms, err := build(next)
-			if err != nil {
-				return err
-			}
-			st.set(g, rooms)
-			return nil
-		}}
+		rl := &reloader{path: path, current: cfg, log: log, apply: n.apply}
 		wg.Go(func() { rl.run(ctx) })
 	}
-	log.Info("usher is running", "version", Version, "public", pub.Addr().String(), "rooms", len(rooms))
+	log.Info("usher is running", "version", Version, "public", pub.Addr().String(), "rooms", len(st.rooms()))
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
+}
+
+// node is one usher's decision stack over a store: the engine, the key
+// ring, the gate in force (swapped on reload), the metrics, and the public
+// handler in front of them.
+type node struct {
+	engine    *admission.Engine
+	ring      *keyRing
+	fromStore bool // the key ring is kept in the store, not the config
+	metrics   *admin.Metrics
+	st        *state
+	handler   http.Handler
+	log       *slog.Logger
+}
+
+// newNode builds the node of cfg over store.
+func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store usher.Store, opts admission.Options) (*node, error) {
+	ring, fromStore, err := loadKeyRing(ctx, cfg, store, log)
+	if err != nil {
+		return nil, err
+	}
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return nil, err
+	}
+	n := &node{engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
+	registerEngineMetrics(n.metrics, n.engine)
+	if err := n.apply(cfg); err != nil {
+		return nil, err
+	}
+	n.handler = server.RequestID(trusted, server.Recover(log, n.st))
+	return n, nil
+}
+
+// apply builds a gate for cfg's rooms and puts it in force.
+func (n *node) apply(cfg *config.Config) error {
+	trusted, err := cfg.TrustedProxyPrefixes()
+	if err != nil {
+		return err
+	}
+	rooms := make([]*usher.Room, len(cfg.Rooms))
+	for i := range cfg.Rooms {
+		rooms[i] = &cfg.Rooms[i]
+	}
+	g, err := gate.New(gate.Options{
+		Rooms:         rooms,
+		DefaultOrigin: cfg.Origin,
+		Decider:       n.engine,
+		Sealer:        n.ring,
+		Trusted:       trusted,
+		Logger:        n.log,
+		Observe:       n.metrics.ObserveDecision,
+		IPLists:       cfg.IPLists(),
+		CountryHeader: cfg.CountryHeader,
+	})
+	if err != nil {
+		return err
+	}
+	n.st.set(g, rooms)
+	return nil
+}
+
+// background runs the node's background work until ctx ends: the engine's
+// activity flushes and, on a shared store, keeping the key ring there.
+func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
+	wg.Go(func() { n.engine.Run(ctx, nowFunc) })
+	if n.fromStore && cfg.Store.Redis != nil {
+		wg.Go(func() { n.ring.keep(ctx, store, log) })
+	}
 }
 
 func collect(errs <-chan error) []error {
@@ -202,29 +230,4 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 	}
 	s, err := local.Open(local.Options{Path: filepath.Join(dir, storeFile), Logger: log})
 	return s, opts, err
-}
-
-// keyRing returns the config's key ring or, when it has none, the ring kept
-// in the store, generating and keeping one on first start.
-func keyRing(ctx context.Context, cfg *config.Config, store usher.Store, log *slog.Logger) (*ticket.Ring, error) {
-	keys, err := cfg.KeyRing()
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 0 {
-		if keys, err = store.LoadKeys(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if len(keys) == 0 {
-		k, err := ticket.GenerateKey("auto1")
-		if err != nil {
-			return nil, err
-		}
-		if keys, err = store.SaveKeys(ctx, []usher.Key{k}); err != nil {
-			return nil, err
-		}
-		log.Info("generated a ticket key and kept it in the store", "key_id", k.ID)
-	}
-	return ticket.NewRing(keys)
 }
