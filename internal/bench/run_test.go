@@ -37,6 +37,7 @@ func TestRunThroughGate(t *testing.T) {
 	}
 	opened := gate.start.Add(2 * time.Second)
 	snap := origin.Snapshot()
+	atOnce := 0
 	for i, v := range tl.Visitors {
 		if want := "v" + string(rune('0'+(i+1)/10)) + string(rune('0'+(i+1)%10)); v.ID != want {
 			t.Errorf("visitor %d ID = %q, want %q", i, v.ID, want)
@@ -58,9 +59,13 @@ func TestRunThroughGate(t *testing.T) {
 		if left := v.Left.Sub(v.Admitted); left < time.Second-50*time.Millisecond || left > 1500*time.Millisecond {
 			t.Errorf("%s left %v after admission, want about 1s", v.ID, left)
 		}
-		if i < 3 {
-			if len(v.CheckIns) != 0 {
-				t.Errorf("%s waited, want admitted at once: %+v", v.ID, v.CheckIns)
+		// The gate admits the first three requests it sees: the first
+		// visitors to arrive, though on a loaded machine two arrivals 50 ms
+		// apart may reach it in either order.
+		if len(v.CheckIns) == 0 {
+			atOnce++
+			if i > 4 {
+				t.Errorf("%s, arriving %d-th, admitted at once", v.ID, i+1)
 			}
 			continue
 		}
@@ -83,6 +88,9 @@ func TestRunThroughGate(t *testing.T) {
 	res := Report(tl, Limits{TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: 5 * time.Second, RefreshInterval: time.Second})
 	if res.Admitted != 10 || res.Errors != 0 || res.Unfinished != 0 || res.MaxRate != 10 || res.WaitP50S < 1 {
 		t.Errorf("Report = %+v", res)
+	}
+	if atOnce != 3 {
+		t.Errorf("%d visitors admitted at once, want the gate's 3", atOnce)
 	}
 }
 
