@@ -1,8 +1,6 @@
 package config
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // The shapes of names. Compiled once; never changed.
@@ -133,29 +133,17 @@ func validHostname(h string) bool {
 	return true
 }
 
-// decodeSecret decodes a 32-byte secret written as 64 hex characters or in
-// base64, standard or URL alphabet, padded or not: the rule of
-// ticket.DecodeSecret.
+// decodeSecret decodes a key secret as the ticket ring reads it (64 hex
+// characters, or base64, standard or URL-safe, padded or not), with the
+// reason in config terms when it does not.
 func decodeSecret(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if len(s) == 2*secretSize {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, nil
-		}
+	b, err := ticket.DecodeSecret(s)
+	if err == nil {
+		return b, nil
 	}
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
-		enc = base64.URLEncoding
-	}
-	if !strings.HasSuffix(s, "=") {
-		enc = enc.WithPadding(base64.NoPadding)
-	}
-	b, err := enc.Strict().DecodeString(s)
-	if err != nil || strings.ContainsAny(s, "\r\n") {
+	if strings.Contains(err.Error(), "neither") {
 		return nil, errors.New("must be 32 bytes written in base64 or as 64 hex digits, got something that is neither")
 	}
-	if len(b) != secretSize {
-		return nil, fmt.Errorf("must be 32 bytes (base64 or hex), got %d", len(b))
-	}
-	return b, nil
+	_, n, _ := strings.Cut(err.Error(), "got ")
+	return nil, fmt.Errorf("must be 32 bytes (base64 or hex), got %s", n)
 }
