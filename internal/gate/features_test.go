@@ -20,7 +20,7 @@ import (
 )
 
 // featureGate is a gate over the real engine for one room, with options.
-func featureGate(t *testing.T, room *usher.Room, now time.Time, opts func(*gate.Options)) (*gate.Gate, *admission.Engine) {
+func featureGate(t testing.TB, room *usher.Room, now time.Time, opts func(*gate.Options)) (*gate.Gate, *admission.Engine) {
 	t.Helper()
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Origin", "1")

@@ -19,6 +19,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -169,6 +170,7 @@ func New(opts Options) (*Gate, error) {
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:      g.rewrite,
 		Transport:    transport,
+		BufferPool:   newBufferPool(),
 		ErrorHandler: g.proxyError,
 		ErrorLog:     slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
@@ -207,6 +209,18 @@ func (g *Gate) loadRoom(room *usher.Room, lists map[string][]netip.Prefix) error
 	}
 	return nil
 }
+
+// bufferPool is the httputil.BufferPool responses are copied through:
+// without one, ReverseProxy allocates 32 KB for every response, and the
+// garbage it makes costs more CPU than the rest of an admitted request.
+type bufferPool struct{ p *sync.Pool }
+
+func newBufferPool() bufferPool {
+	return bufferPool{&sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (bp bufferPool) Get() []byte  { return *bp.p.Get().(*[]byte) }
+func (bp bufferPool) Put(b []byte) { bp.p.Put(&b) }
 
 // parseOrigin parses an absolute http or https URL.
 func parseOrigin(s string) (*url.URL, error) {

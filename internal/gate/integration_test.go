@@ -39,7 +39,7 @@ type stack struct {
 	seen   chan http.Header // request headers the origin saw
 }
 
-func mustKey(t *testing.T, id string) usher.Key {
+func mustKey(t testing.TB, id string) usher.Key {
 	t.Helper()
 	k, err := ticket.GenerateKey(id)
 	if err != nil {
