@@ -71,7 +71,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	}
 	defer store.Close()
 	start := time.Now()
-	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store})
+	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true})
 	if err != nil {
 		return err
 	}

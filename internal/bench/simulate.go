@@ -44,6 +44,10 @@ type SimConfig struct {
 	// (zero: 2026-01-01 00:00:00 UTC), kept to the millisecond. Events of
 	// Room are placed against it.
 	Start time.Time
+	// Compact keeps, of each visitor's check-ins, only what Report reads:
+	// the first, the first with a known wait, and the latest. A large run
+	// then needs a fraction of the memory and time.
+	Compact bool
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -180,7 +184,7 @@ func newSim(cfg SimConfig) *sim {
 		s.offsets[i] = ceilMS(off)
 		s.vs[i].rec = v
 	}
-	s.rec = newSimRecorder(s.tl.Visitors, s.start)
+	s.rec = newSimRecorder(s.tl.Visitors, s.start, s.cfg.Compact)
 	// The gate answers a rejected visitor with the HTML reject page.
 	s.turnedStatus = s.room.QueueingStatusCode
 	if s.turnedStatus == 0 {

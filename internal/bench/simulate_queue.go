@@ -26,6 +26,7 @@ const simDone = -2
 type simRecorder struct {
 	visitors []Visitor
 	start    time.Time
+	compact  bool // keep only the check-ins Report reads
 	chunk    []simCheckIn
 	full     chan []simCheckIn
 	free     chan []simCheckIn
@@ -34,10 +35,11 @@ type simRecorder struct {
 
 const simChunk = 1 << 12
 
-func newSimRecorder(visitors []Visitor, start time.Time) *simRecorder {
+func newSimRecorder(visitors []Visitor, start time.Time, compact bool) *simRecorder {
 	r := &simRecorder{
 		visitors: visitors,
 		start:    start,
+		compact:  compact,
 		chunk:    make([]simCheckIn, 0, simChunk),
 		full:     make(chan []simCheckIn, 16),
 		free:     make(chan []simCheckIn, 16),
@@ -79,7 +81,7 @@ func (r *simRecorder) file() {
 				byVisitor[c.i] = nil
 				continue
 			}
-			byVisitor[c.i] = append(byVisitor[c.i], c)
+			byVisitor[c.i] = r.keep(byVisitor[c.i], c)
 		}
 		select {
 		case r.free <- chunk[:0]:
@@ -88,6 +90,31 @@ func (r *simRecorder) file() {
 	}
 	for i, cs := range byVisitor {
 		r.build(int32(i), cs)
+	}
+}
+
+// keep files c after cs. Compact keeps the first check-in, the first with
+// a known wait, and the latest: all that Report reads.
+func (r *simRecorder) keep(cs []simCheckIn, c simCheckIn) []simCheckIn {
+	if !r.compact || len(cs) == 0 {
+		return append(cs, c)
+	}
+	known := false
+	for _, k := range cs {
+		known = known || k.eta >= 0
+	}
+	switch {
+	case !known && c.eta >= 0:
+		// Keep the latest before it only if it is the first.
+		if len(cs) > 1 {
+			cs = cs[:1]
+		}
+		return append(cs, c)
+	case len(cs) == 1 || (len(cs) == 2 && known && cs[0].eta < 0):
+		return append(cs, c)
+	default:
+		cs[len(cs)-1] = c
+		return cs
 	}
 }
 

@@ -448,3 +448,29 @@ func TestSimSummary(t *testing.T) {
 		}
 	})
 }
+
+// TestSimulateCompactReportsTheSame checks that a compact timeline gives
+// the same report as the full one.
+func TestSimulateCompactReportsTheSame(t *testing.T) {
+	t.Parallel()
+	room := simRoom(50, 300, time.Minute, 5*time.Second)
+	cfg := bench.SimConfig{
+		Room:     room,
+		Arrivals: func() bench.Arrivals { a, _ := bench.ParseArrivals("flash:2000@30s"); return a }(),
+		Model: bench.VisitorModel{Browse: bench.MustDist("20s-60s"), RequestEvery: bench.MustDist("5s-15s"),
+			AbandonFraction: 0.2, Patience: bench.MustDist("exp:2m")},
+		Seed: 11,
+	}
+	full := bench.Report(simulate(t, cfg), bench.RoomLimits(&room))
+	cfg.Compact = true
+	tl := simulate(t, cfg)
+	compact := bench.Report(tl, bench.RoomLimits(&room))
+	if !reflect.DeepEqual(full, compact) {
+		t.Fatalf("compact report differs:\nfull    %+v\ncompact %+v", full, compact)
+	}
+	for _, v := range tl.Visitors {
+		if len(v.CheckIns) > 3 {
+			t.Fatalf("%s kept %d check-ins", v.ID, len(v.CheckIns))
+		}
+	}
+}
