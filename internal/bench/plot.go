@@ -13,7 +13,7 @@ import (
 // The plot's geometry, in SVG user units (pixels).
 const (
 	plotWidth   = 960
-	plotLeft    = 84  // room for the y axis labels
+	plotLeft    = 104 // room for the y axis labels and title
 	plotRight   = 24  // right margin
 	plotTop     = 64  // room for the document title
 	panelHeight = 210 // the plot area of one panel
@@ -427,7 +427,7 @@ func (p *svgPlot) heatmap(top float64, waits []MinuteWaits) {
 	p.printf("</g>\n")
 	p.printf(`<text x="%s" y="%s" text-anchor="middle" font-size="12">%s</text>`+"\n", num(float64(plotLeft)+plotInner/2), num(bottom+36), xs.label)
 	cy := top + panelHeight/2
-	p.printf(`<text x="18" y="%s" text-anchor="middle" font-size="12" transform="rotate(-90 18 %s)">wait (admitted visitors)</text>`+"\n", num(cy), num(cy))
+	p.printf(`<text x="14" y="%s" text-anchor="middle" font-size="12" transform="rotate(-90 14 %s)">wait (admitted visitors)</text>`+"\n", num(cy), num(cy))
 	if len(waits) == 0 || most == 0 {
 		p.noData(top)
 	}
