@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // The reload tests run serve in-process on a config file they rewrite, and
@@ -359,4 +363,62 @@ func TestReloadSIGHUP(t *testing.T) {
 		t.Fatalf("b after the SIGHUP reload: %+v, want admitted with the new limit", got)
 	}
 	a.mustAdmit(t, sale, "after the SIGHUP reload")
+}
+
+// TestReloadRotatesKeys reloads a config whose key ring gains a new first
+// key: new tickets are sealed with it, and tickets sealed with the old key
+// still open while it stays in the ring.
+func TestReloadRotatesKeys(t *testing.T) {
+	t.Parallel()
+	k1, _ := ticket.GenerateKey("k1")
+	k2, _ := ticket.GenerateKey("k2")
+	ring := func(keys ...usher.Key) string {
+		out := "keys:\n"
+		for _, k := range keys {
+			out += fmt.Sprintf("  - id: %s\n    secret: %s\n", k.ID, ticket.EncodeSecret(k.Secret))
+		}
+		return out
+	}
+	origin := httpServer(t)
+	data := filepath.Join(t.TempDir(), "data")
+	base := reloadConfig("127.0.0.1:0", data, origin, true, 10, "")
+	s := startReloadServer(t, ring(k1)+base)
+	url := "http://" + s.addr + "/sale"
+	v := newReloadVisitor("v")
+	v.mustAdmit(t, url, "before the rotation")
+	old := v.client.Jar.Cookies(mustURL(t, url))
+
+	mark := len(s.log.String())
+	s.write(t, ring(k2, k1)+base)
+	s.waitLog(t, mark, "config reloaded")
+	// The old ticket (sealed with k1) still opens.
+	v.mustAdmit(t, url, "after the rotation")
+	// A new visitor's ticket is sealed with k2: the ring without k1 opens it.
+	n := newReloadVisitor("n")
+	n.mustAdmit(t, url, "new after the rotation")
+	r2, _ := ticket.NewRing([]usher.Key{k2})
+	var opened bool
+	for _, c := range n.client.Jar.Cookies(mustURL(t, url)) {
+		if _, err := r2.Open(c.Value, "sale", c.Name); err == nil {
+			opened = true
+		}
+	}
+	if !opened {
+		t.Fatal("a ticket issued after the rotation is not sealed with the new first key")
+	}
+	r1only, _ := ticket.NewRing([]usher.Key{k1})
+	for _, c := range old {
+		if _, err := r1only.Open(c.Value, "sale", c.Name); err != nil {
+			t.Fatalf("test set-up: the first ticket was not sealed with k1: %v", err)
+		}
+	}
+}
+
+func mustURL(t *testing.T, s string) *neturl.URL {
+	t.Helper()
+	u, err := neturl.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

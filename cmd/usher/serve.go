@@ -20,6 +20,7 @@ import (
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // nowFunc is the clock of the running program.
@@ -150,11 +151,22 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	return n, nil
 }
 
-// apply builds a gate for cfg's rooms and puts it in force.
+// apply builds a gate for cfg's rooms and puts it in force, with cfg's key
+// ring when the ring comes from the config (a ring kept in the store stays
+// until a restart).
 func (n *node) apply(cfg *config.Config) error {
 	trusted, err := cfg.TrustedProxyPrefixes()
 	if err != nil {
 		return err
+	}
+	var keys []usher.Key
+	if !n.fromStore {
+		if keys, err = cfg.KeyRing(); err != nil {
+			return err
+		}
+		if _, err := ticket.NewRing(keys); err != nil {
+			return err
+		}
 	}
 	rooms := make([]*usher.Room, len(cfg.Rooms))
 	for i := range cfg.Rooms {
@@ -173,6 +185,11 @@ func (n *node) apply(cfg *config.Config) error {
 	})
 	if err != nil {
 		return err
+	}
+	if keys != nil {
+		if err := n.ring.set(keys); err != nil {
+			return err
+		}
 	}
 	n.st.set(g, rooms)
 	return nil

@@ -101,6 +101,7 @@ func (c *statusCollector) collectRoom(ch chan<- prometheus.Metric, room *usher.R
 	gauge(c.waiting, float64(stats.Waiting))
 	gauge(c.admitted, float64(stats.AdmittedLastMinute))
 	gauge(c.slots, float64(stats.Slots))
-	gauge(c.limitTAU, float64(room.TotalActiveUsers))
-	gauge(c.limitNUPM, float64(room.NewUsersPerMinute))
+	set := room.At(now).Settings // a running event's limits over the room's
+	gauge(c.limitTAU, float64(set.TotalActiveUsers))
+	gauge(c.limitNUPM, float64(set.NewUsersPerMinute))
 }

@@ -105,6 +105,8 @@ func (h *Handler) serveRoomStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, usher.EUnavailable, msg)
 		return
 	}
+	// The settings in force now: a running event's over the room's.
+	set := room.At(now).Settings
 	writeJSON(w, http.StatusOK, statusJSON{
 		ID:                     room.ID,
 		Name:                   room.Name,
@@ -112,13 +114,13 @@ func (h *Handler) serveRoomStatus(w http.ResponseWriter, r *http.Request) {
 		Waiting:                stats.Waiting,
 		AdmittedLastMinute:     stats.AdmittedLastMinute,
 		Slots:                  stats.Slots,
-		TotalActiveUsers:       room.TotalActiveUsers,
-		NewUsersPerMinute:      room.NewUsersPerMinute,
-		SessionDurationSeconds: room.SessionDuration.Seconds(),
-		RefreshIntervalSeconds: room.RefreshInterval.Seconds(),
-		QueueingMethod:         queueingMethod(room.QueueingMethod),
-		QueueAll:               room.QueueAll,
-		Suspended:              room.Suspended,
+		TotalActiveUsers:       set.TotalActiveUsers,
+		NewUsersPerMinute:      set.NewUsersPerMinute,
+		SessionDurationSeconds: set.SessionDuration.Seconds(),
+		RefreshIntervalSeconds: set.RefreshInterval.Seconds(),
+		QueueingMethod:         queueingMethod(set.QueueingMethod),
+		QueueAll:               set.QueueAll,
+		Suspended:              set.Suspended,
 		Time:                   now.UTC(),
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,24 @@ func TestRoomStatusErrors(t *testing.T) {
 				t.Errorf("message = %q leaks the cause %q", e.Error.Message, tt.notMsg)
 			}
 		})
+	}
+}
+
+func TestStatusShowsARunningEventsLimits(t *testing.T) {
+	now := time.Date(2026, 6, 1, 10, 30, 0, 0, time.UTC)
+	limit, method := 50, usher.Random
+	room := &usher.Room{ID: "drop", Name: "Drop", Settings: usher.Settings{TotalActiveUsers: 200, NewUsersPerMinute: 300, QueueingMethod: usher.FIFO},
+		Events: []usher.Event{{Name: "e", Start: now.Add(-time.Minute), End: now.Add(time.Hour),
+			Overrides: usher.Overrides{TotalActiveUsers: &limit, QueueingMethod: &method}}}}
+	h := New(Options{Token: "t", Rooms: func() []*usher.Room { return []*usher.Room{room} }, Now: func() time.Time { return now },
+		Status: func(context.Context, *usher.Room, time.Time) (usher.RoomStats, error) { return usher.RoomStats{}, nil }})
+	req := httptest.NewRequest("GET", "/v1/rooms/drop/status", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	body := rec.Body.String()
+	if rec.Code != 200 || !strings.Contains(body, `"total_active_users":50`) || !strings.Contains(body, `"queueing_method":"random"`) ||
+		!strings.Contains(body, `"new_users_per_minute":300`) {
+		t.Fatalf("status during an event: %d %s", rec.Code, body)
 	}
 }
