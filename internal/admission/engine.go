@@ -300,21 +300,33 @@ func (e *Engine) touch(ctx context.Context, room string, visitor [8]byte, mv ush
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	byVisitor := e.pendingLocked(room)
+	if prev, ok := byVisitor[visitor]; ok {
+		mv = mergeMoves(prev, mv)
+	}
+	byVisitor[visitor] = mv
+	return nil
+}
+
+// pendingLocked returns room's batched moves by visitor; e.mu is held.
+func (e *Engine) pendingLocked(room string) map[[8]byte]usher.Move {
 	byVisitor := e.pending[room]
 	if byVisitor == nil {
 		byVisitor = map[[8]byte]usher.Move{}
 		e.pending[room] = byVisitor
 	}
-	if prev, ok := byVisitor[visitor]; ok {
-		// Parallel requests with one old ticket, or renewals chained within
-		// one flush: one move from the oldest cell to the latest.
-		if mv.From.Exp == prev.From.Exp || mv.From.Exp == prev.To {
-			mv.From = prev.From
-		}
-		mv.To = max(mv.To, prev.To)
+	return byVisitor
+}
+
+// mergeMoves folds one visitor's older and newer moves into one: parallel
+// requests with one old ticket, or renewals chained between flushes, make
+// one move from the oldest cell to the latest.
+func mergeMoves(older, newer usher.Move) usher.Move {
+	if newer.From.Exp == older.From.Exp || newer.From.Exp == older.To {
+		newer.From = older.From
 	}
-	byVisitor[visitor] = mv
-	return nil
+	newer.To = max(newer.To, older.To)
+	return newer
 }
 
 // Flush sends the batched activity moves to the store.
@@ -347,19 +359,10 @@ func (e *Engine) Flush(ctx context.Context, now time.Time) error {
 func (e *Engine) requeue(room string, failed map[[8]byte]usher.Move) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	byVisitor := e.pending[room]
-	if byVisitor == nil {
-		byVisitor = map[[8]byte]usher.Move{}
-		e.pending[room] = byVisitor
-	}
+	byVisitor := e.pendingLocked(room)
 	for v, old := range failed {
 		if newer, ok := byVisitor[v]; ok {
-			if newer.From.Exp == old.To || newer.From.Exp == old.From.Exp {
-				newer.From = old.From
-			}
-			newer.To = max(newer.To, old.To)
-			byVisitor[v] = newer
-			continue
+			old = mergeMoves(old, newer)
 		}
 		byVisitor[v] = old
 	}

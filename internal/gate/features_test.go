@@ -179,6 +179,12 @@ func TestEventSettingsReachThePage(t *testing.T) {
 	if rec.Code != 429 || !strings.Contains(rec.Body.String(), `"isRandomQueue":true`) {
 		t.Fatalf("during the event: %d %s", rec.Code, rec.Body.String())
 	}
+	// The room's status shows the event's method too.
+	rec = httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest("GET", "http://shop.test/__usher/status/drop", nil))
+	if !strings.Contains(rec.Body.String(), `"queueing_method":"random"`) {
+		t.Fatalf("status during the event: %s", rec.Body.String())
+	}
 }
 
 func TestCookieDomainAcrossHosts(t *testing.T) {

@@ -74,12 +74,14 @@ func (g *Gate) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 		g.fail(w, r, usher.Errorf(usher.ENotFound, "no room %q", id))
 		return
 	}
-	st, err := g.decider.Status(r.Context(), room, g.now())
+	now := g.now()
+	st, err := g.decider.Status(r.Context(), room, now)
 	if err != nil {
 		g.fail(w, r, &decideError{op: "status", room: room.ID, err: err})
 		return
 	}
-	method := string(room.QueueingMethod)
+	set := room.At(now).Settings // a running event's over the room's
+	method := string(set.QueueingMethod)
 	if method == "" {
 		method = string(usher.FIFO)
 	}
@@ -91,8 +93,8 @@ func (g *Gate) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 		Waiting:            st.Waiting,
 		AdmittedLastMinute: st.AdmittedLastMinute,
 		Slots:              st.Slots,
-		TotalActiveUsers:   room.TotalActiveUsers,
-		NewUsersPerMinute:  room.NewUsersPerMinute,
+		TotalActiveUsers:   set.TotalActiveUsers,
+		NewUsersPerMinute:  set.NewUsersPerMinute,
 		QueueingMethod:     method,
 	})
 }

@@ -135,14 +135,7 @@ func (g *Gate) writeCustom(w http.ResponseWriter, r *http.Request, status int, t
 		g.fail(w, r, fmt.Errorf("room %q: custom page: %w", pd.RoomID, err))
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = buf.WriteTo(w)
-	}
+	writeHTML(w, r, status, &buf)
 }
 
 // reject answers a visitor the room turns away: the reject page, with the
@@ -170,6 +163,11 @@ func (g *Gate) writePage(w http.ResponseWriter, r *http.Request, status int, pag
 		g.fail(w, r, fmt.Errorf("room %q: %w", pd.RoomID, err))
 		return
 	}
+	writeHTML(w, r, status, &buf)
+}
+
+// writeHTML writes a rendered page with status (headers only for HEAD).
+func writeHTML(w http.ResponseWriter, r *http.Request, status int, buf *bytes.Buffer) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
