@@ -1,6 +1,9 @@
 package usher
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Outcome is what the gate does with a request.
 type Outcome uint8
@@ -70,4 +73,24 @@ type Decision struct {
 	// Degraded reports a decision made by the fail mode, without the
 	// store (which could not be reached).
 	Degraded bool
+	// Replay reports a ticket the store had already counted on (a copy,
+	// a request sent twice, a check-in earlier than the ticket allows):
+	// nothing was counted.
+	Replay bool
+	// OverClient reports a visitor without a ticket whose client is over
+	// the room's per-client limit: it waits at the back of the line, or
+	// (Outcome Turn) is refused a ticket.
+	OverClient bool
+}
+
+// Visit is one request of a visitor to a room, as the engine sees it.
+type Visit struct {
+	// Ticket is the visitor's ticket; nil when it has none or it did not
+	// open.
+	Ticket *Ticket
+	// Now is the time of the request.
+	Now time.Time
+	// Client is the visitor's address (through trusted proxies), for
+	// per-client limits; the zero Addr when unknown.
+	Client netip.Addr
 }

@@ -21,6 +21,15 @@ type Event struct {
 	Overrides Overrides
 }
 
+// WindowStart is when the event's window opens: its pre-queue's start, or
+// its start when it has no pre-queue.
+func (e *Event) WindowStart() time.Time {
+	if e.PrequeueStart.IsZero() {
+		return e.Start
+	}
+	return e.PrequeueStart
+}
+
 // Overrides are optional settings; a nil field keeps the room's value.
 type Overrides struct {
 	TotalActiveUsers        *int
@@ -34,6 +43,8 @@ type Overrides struct {
 	CustomPageHTML          *string
 	DefaultTemplateLanguage *string
 	RefreshInterval         *time.Duration
+	ClientLimit             *ClientLimit
+	ProofOfWork             *ProofOfWork
 }
 
 // Apply returns s with the overrides set.
@@ -49,6 +60,8 @@ func (o *Overrides) Apply(s Settings) Settings {
 	set(&s.CustomPageHTML, o.CustomPageHTML)
 	set(&s.DefaultTemplateLanguage, o.DefaultTemplateLanguage)
 	set(&s.RefreshInterval, o.RefreshInterval)
+	set(&s.ClientLimit, o.ClientLimit)
+	set(&s.ProofOfWork, o.ProofOfWork)
 	return s
 }
 

@@ -75,7 +75,87 @@ type Settings struct {
 	DefaultTemplateLanguage string
 	// RefreshInterval is how often a waiting visitor checks in.
 	RefreshInterval time.Duration
+	// ClientLimit caps the new tickets one client may get (zero: off).
+	ClientLimit ClientLimit
+	// ProofOfWork makes a new visitor solve a challenge before it gets a
+	// ticket (zero: off).
+	ProofOfWork ProofOfWork
 }
+
+// ClientLimit caps how many new tickets (new places in line) one client,
+// an address prefix, may get a minute. The zero value is off.
+type ClientLimit struct {
+	// NewVisitorsPerMinute is the most new tickets one prefix may get in
+	// any minute; zero turns the limit off.
+	NewVisitorsPerMinute int
+	// IPv4Prefix and IPv6Prefix are the prefix lengths that make one
+	// client (zero: 32 and 64).
+	IPv4Prefix, IPv6Prefix int
+	// OverLimit is what a client over its limit gets: "queue" (the zero
+	// value's meaning: a waiting ticket at the back of the line, never
+	// admitted at once) or "reject" (429 with Retry-After, no ticket).
+	OverLimit string
+}
+
+// On reports whether the limit applies.
+func (c *ClientLimit) On() bool { return c.NewVisitorsPerMinute > 0 }
+
+// Rejects reports whether a client over the limit is turned away rather
+// than queued at the back.
+func (c *ClientLimit) Rejects() bool { return c.OverLimit == "reject" }
+
+// Prefix returns the client prefix of addr under the limit's prefix
+// lengths (32 and 64 when unset).
+func (c *ClientLimit) Prefix(addr netip.Addr) netip.Prefix {
+	return ClientPrefix(addr, c.IPv4Prefix, c.IPv6Prefix)
+}
+
+// ClientPrefix returns addr's prefix of v4 bits (IPv4) or v6 bits (IPv6);
+// zero lengths mean 32 and 64. The zero Addr gives the zero Prefix.
+func ClientPrefix(addr netip.Addr, v4, v6 int) netip.Prefix {
+	if !addr.IsValid() {
+		return netip.Prefix{}
+	}
+	addr = addr.Unmap()
+	bits := v6
+	if addr.Is4() {
+		bits = v4
+		if bits == 0 {
+			bits = 32
+		}
+	} else if bits == 0 {
+		bits = 64
+	}
+	p, err := addr.WithZone("").Prefix(bits)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return p
+}
+
+// ProofOfWork is the challenge a new visitor solves before it gets a
+// ticket. The zero value is off.
+type ProofOfWork struct {
+	// Difficulty is the number of leading zero bits the solution's hash
+	// needs (about 2^Difficulty hashes); zero turns the challenge off.
+	Difficulty int
+}
+
+// TicketBinding ties a room's tickets to the client that got them, so
+// that a copied cookie opens as a new visitor on another client. The zero
+// value binds nothing.
+type TicketBinding struct {
+	// ClientPrefix binds to the client's address prefix (IPv4Prefix and
+	// IPv6Prefix bits; zero: 24 and 48, so that a visitor whose address
+	// changes within its network keeps its ticket).
+	ClientPrefix           bool
+	IPv4Prefix, IPv6Prefix int
+	// UserAgent binds to the User-Agent header.
+	UserAgent bool
+}
+
+// On reports whether tickets are bound to anything.
+func (b *TicketBinding) On() bool { return b.ClientPrefix || b.UserAgent }
 
 // Room is a set of routes with its limits and behaviour.
 type Room struct {
@@ -93,6 +173,8 @@ type Room struct {
 	Events []Event
 	// Rules are the room's bypass rules, in order.
 	Rules []Rule
+	// TicketBinding ties tickets to their client (zero: unbound).
+	TicketBinding TicketBinding
 	Settings
 }
 

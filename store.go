@@ -5,24 +5,45 @@ import (
 	"time"
 )
 
-// Store holds a room's aggregate counters. Every method that changes state
-// does it in one atomic operation, so that a shared implementation (Redis)
-// needs one round trip per call. A room that the store has never seen has
-// all counters at zero.
+// Store holds a room's aggregate counters and, for each live visitor, which
+// of its tickets it counted last. Every method that changes state does it
+// in one atomic operation, so that a shared implementation (Redis) needs one
+// round trip per call. A room that the store has never seen has all
+// counters at zero.
 //
 // Counters live in cells keyed by the unix second at which they expire: a
 // visitor is counted in exactly one unexpired cell at a time and moves to a
 // later cell when it is seen again, so sums over unexpired cells count
 // distinct visitors, and visitors who leave drop out by themselves.
+//
+// # Tickets count once
+//
+// Each count makes a new ticket, named by its counted-at time (Ticket.
+// CountedAt). The store remembers, per visitor, the ticket it counted last
+// (a record: counted-at, cell, waiting or admitted) for as long as any of
+// the visitor's tickets can still be presented (the Keep of the op that
+// made it). A ticket older than the record is a replay (a copy, a request
+// sent twice, a reload with a stale cookie): the store changes nothing and
+// says so. So one waiting ticket is admitted at most once, a check-in or a
+// renewal moves a count at most once, and no count is ever taken from a
+// cell twice. A visitor with no record is taken out of the cell its ticket
+// names, unless that count may have been lost (see each store).
 type Store interface {
 	// Admit applies one admission decision for a new visitor or a waiter's
 	// check-in: it computes the free slots and the live waiters ahead of the
 	// visitor's bucket, admits the visitor when fewer live waiters are ahead
 	// than slots are free (and the op allows it), and moves the visitor's
-	// waiting count accordingly.
+	// waiting count accordingly. A replayed ticket changes nothing
+	// (AdmitResult.Replay).
 	Admit(ctx context.Context, room string, op AdmitOp) (AdmitResult, error)
-	// Touch applies a batch of activity moves of admitted visitors.
-	Touch(ctx context.Context, room string, now time.Time, moves []Move) error
+	// Renew moves an admitted visitor's active count to a later cell (a
+	// session renewed), or takes it out (To zero: a session that ended
+	// early). A replayed ticket changes nothing (RenewResult.Replay).
+	Renew(ctx context.Context, room string, op RenewOp) (RenewResult, error)
+	// Peek returns the live waiters ahead of bucket and the room's
+	// counters at now, changing nothing (Slots are left zero: the caller
+	// knows the limits).
+	Peek(ctx context.Context, room string, now time.Time, bucket int64) (ahead int64, st RoomStats, err error)
 	// Stats reads a room's counters at now without changing them.
 	Stats(ctx context.Context, room string, now time.Time) (RoomStats, error)
 	// LoadKeys returns the key ring kept in the store; an empty ring when
@@ -35,13 +56,15 @@ type Store interface {
 	Close() error
 }
 
-// Cell is where a visitor was counted: the cell's expiry second, and when
-// the visitor was put there (so a store that lost recent writes in a crash
-// knows not to take the visitor out of a cell it never reached).
+// Cell is where a ticket says its visitor was counted: the cell's expiry
+// second, and when the visitor was put there (the ticket's CountedAt,
+// which also names the ticket).
 type Cell struct {
-	// Exp is the unix second at which the cell expires; zero means none.
+	// Exp is the unix second at which the cell expires; zero means none
+	// (the visitor was not counted).
 	Exp int64
-	// At is when the visitor was counted in the cell.
+	// At is when the visitor was counted in the cell; zero for a visitor
+	// that has no ticket.
 	At time.Time
 }
 
@@ -49,6 +72,14 @@ type Cell struct {
 type AdmitOp struct {
 	// Now is the decision's time.
 	Now time.Time
+	// Visitor is the visitor's id (Ticket.VisitorID).
+	Visitor [8]byte
+	// Counted is the counted-at time of the ticket this decision issues;
+	// it must be after From.At. The store records it.
+	Counted time.Time
+	// Keep is how long (a unix second) the store must remember the visitor
+	// after this op: until no ticket of it can be presented any more.
+	Keep int64
 	// TotalActiveUsers and NewUsersPerMinute are the room's limits.
 	TotalActiveUsers  int
 	NewUsersPerMinute int
@@ -58,7 +89,8 @@ type AdmitOp struct {
 	SessionDuration time.Duration
 	// Bucket is the visitor's arrival bucket (unix second).
 	Bucket int64
-	// From is the waiting cell the visitor is counted in (zero Exp: none).
+	// From is the ticket presented: the waiting cell it names and its
+	// counted-at time (zero: a visitor without a ticket).
 	From Cell
 	// WaitExp is the waiting cell to count the visitor in if it still waits.
 	WaitExp int64
@@ -75,23 +107,87 @@ type AdmitOp struct {
 	Random bool
 	// Draw is the visitor's draw for this window, in [0, 1).
 	Draw float64
+	// Joining admits the visitor only when nobody waits and slots are free
+	// (random queueing: a visitor without a ticket gets no draw while
+	// others wait; it draws from its first check-in on).
+	Joining bool
+	// Client, when its PerMinute is not zero, applies a per-client limit
+	// to a visitor without a ticket: the store counts the new ticket
+	// against the client's key and reports whether the client is over.
+	Client ClientOp
+}
+
+// ClientOp is a per-client limit on new tickets.
+type ClientOp struct {
+	// Key identifies the client (a hash of its address prefix).
+	Key uint64
+	// PerMinute is the most new tickets the key may get in a minute; zero
+	// applies no limit.
+	PerMinute int
+	// Refuse gives an over-limit client no ticket at all: it is not
+	// counted as a waiter (the limit's reject mode).
+	Refuse bool
+	// Back is the bucket an over-limit visitor waits in otherwise: the
+	// back of the line.
+	Back int64
 }
 
 // AdmitResult is the output of Store.Admit. Counts are after the decision.
 type AdmitResult struct {
-	// Admitted reports whether the visitor was admitted.
+	// Admitted reports whether the visitor was admitted (by this op; or,
+	// with Replay, whether the store counts it as admitted).
 	Admitted bool
+	// Replay reports a ticket older than the one the store counted last
+	// for the visitor: nothing changed. Record is what the store holds.
+	Replay bool
+	// Record is the store's record of the visitor after the op (zero when
+	// it keeps none).
+	Record Record
+	// OverClient reports that the visitor's client is over its per-client
+	// limit: the visitor was not admitted (and, with Client.Refuse, not
+	// counted).
+	OverClient bool
 	// Ahead is the number of live waiters in earlier buckets.
 	Ahead int64
 	// Stats are the room's counters after the decision.
 	RoomStats
 }
 
-// Move is an admitted visitor's activity: out of one active cell and into
-// a later one. A Move with a zero From.Exp only adds.
-type Move struct {
+// Record is what a store remembers of a visitor: the ticket it counted
+// last.
+type Record struct {
+	// At is the counted-at time of that ticket.
+	At time.Time
+	// Cell is the cell it was counted in (zero: none).
+	Cell int64
+	// Admitted reports whether it was an admitted ticket.
+	Admitted bool
+}
+
+// RenewOp is the input of Store.Renew.
+type RenewOp struct {
+	// Now is the request's time.
+	Now time.Time
+	// Visitor is the visitor's id.
+	Visitor [8]byte
+	// From is the ticket presented: the active cell it names (zero Exp:
+	// not counted) and its counted-at time.
 	From Cell
-	To   int64
+	// To is the active cell to count the visitor in; zero takes it out.
+	To int64
+	// Counted is the counted-at time of the ticket this renewal issues.
+	Counted time.Time
+	// Keep is how long (a unix second) the store must remember the visitor.
+	Keep int64
+}
+
+// RenewResult is the output of Store.Renew.
+type RenewResult struct {
+	// Replay reports a ticket older than the one the store counted last:
+	// nothing changed, and Record says what the store holds.
+	Replay bool
+	// Record is the store's record of the visitor after the op.
+	Record Record
 }
 
 // RoomStats are a room's live counters at a moment.

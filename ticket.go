@@ -24,12 +24,14 @@ func (s TicketState) String() string {
 	return "invalid"
 }
 
-// Ticket is the visitor's state. It travels sealed in a cookie: the server
-// keeps only aggregate counters, never a record per visitor.
+// Ticket is the visitor's state. It travels sealed in a cookie; the store
+// keeps aggregate counters and, per live visitor, which of its tickets it
+// counted last (so that a copied or replayed ticket counts once).
 //
 // Times are kept to the millisecond by the codec.
 type Ticket struct {
-	// VisitorID is random and identifies the visitor in logs and analytics.
+	// VisitorID is random and identifies the visitor in the store, logs and
+	// analytics.
 	VisitorID [8]byte
 	// State is Waiting or Admitted.
 	State TicketState
@@ -39,23 +41,41 @@ type Ticket struct {
 	// AdmittedAt is when the visitor was admitted (zero while waiting).
 	AdmittedAt time.Time
 	// CountedAt is when the visitor was last counted: a waiter's last
-	// check-in, or an admitted visitor's last counted activity.
+	// check-in, or an admitted visitor's last counted activity. It also
+	// names this ticket in the store: every count makes a ticket with a
+	// later CountedAt, and a ticket older than the one the store counted
+	// last is a replay.
 	CountedAt time.Time
 	// Cell is the unix second at which the counter the visitor was last
-	// counted in expires (waiting or active, by State). Zero: not counted.
+	// counted in expires (waiting or active, by State). Zero: not counted
+	// (a decision the fail mode made without the store).
 	Cell int64
-	// NextCheckIn is the earliest time a waiter's next check-in counts.
+	// Until is when an admitted visitor's session ends as counted: the
+	// session holds while now is before Until (and before any cap the
+	// settings in force put on it; see Room.Session). Zero while waiting.
+	Until time.Time
+	// NextCheckIn is the earliest time a waiter's next check-in counts; an
+	// earlier one changes nothing.
 	NextCheckIn time.Time
 	// Jitter is the visitor's fixed offset on the refresh interval, so that
 	// waiters do not check in in step.
 	Jitter time.Duration
 	// Place, when not zero, is the visitor's place in line as an arrival
 	// second, instead of ArrivedAt's: a pre-queued visitor's place at the
-	// event's start (shuffled or in arrival order).
+	// event's start (shuffled or in arrival order), or the back of the line
+	// for a client over its per-client limit.
 	Place int64
 	// DrewAt is when the visitor last took part in a random draw (random
 	// queueing: one draw per refresh window).
 	DrewAt time.Time
+	// Back marks a visitor sent to the back of the line by a per-client
+	// limit: in a random room it only goes in when there is room for every
+	// live waiter.
+	Back bool
+	// Binding, when not zero, ties the ticket to the client that got it (a
+	// hash of its address prefix and user agent, as the room's
+	// ticket_binding says): on another client it opens as a new visitor.
+	Binding uint32
 }
 
 // Bucket is the visitor's place in line: the arrival second, or Place.
@@ -64,31 +84,6 @@ func (t *Ticket) Bucket() int64 {
 		return t.Place
 	}
 	return t.ArrivedAt.Unix()
-}
-
-// SessionEnd is when an admitted ticket's session ends: SessionDuration
-// after its last counted activity (or after admission when renewal is
-// disabled), rounded up to the whole second, so that every request the
-// visitor made since it was last counted is covered.
-func (t *Ticket) SessionEnd(s *Settings) time.Time {
-	from := t.CountedAt
-	if s.DisableSessionRenewal || from.IsZero() {
-		from = t.AdmittedAt
-	}
-	return CeilSecond(from.Add(s.SessionDuration))
-}
-
-// SessionValid reports whether an admitted ticket still holds a session at
-// now.
-func (t *Ticket) SessionValid(s *Settings, now time.Time) bool {
-	if t.State != Admitted || t.AdmittedAt.IsZero() {
-		return false
-	}
-	// A ticket from the future was not made by this clock: refuse it.
-	if t.AdmittedAt.After(now.Add(time.Minute)) {
-		return false
-	}
-	return now.Before(t.SessionEnd(s))
 }
 
 // CeilSecond rounds t up to the next whole second (t itself when whole).

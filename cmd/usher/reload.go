@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -25,14 +26,20 @@ type state struct {
 }
 
 type live struct {
-	gate  *gate.Gate
-	rooms []*usher.Room
+	gate    *gate.Gate
+	rooms   []*usher.Room
+	trusted []netip.Prefix
 }
 
-func (s *state) set(g *gate.Gate, rooms []*usher.Room) { s.cur.Store(&live{g, rooms}) }
+func (s *state) set(g *gate.Gate, rooms []*usher.Room, trusted []netip.Prefix) {
+	s.cur.Store(&live{g, rooms, trusted})
+}
 
 // rooms returns the rooms in force.
 func (s *state) rooms() []*usher.Room { return s.cur.Load().rooms }
+
+// trusted returns the trusted proxies in force.
+func (s *state) trusted() []netip.Prefix { return s.cur.Load().trusted }
 
 // ServeHTTP serves r with the gate in force.
 func (s *state) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.cur.Load().gate.ServeHTTP(w, r) }

@@ -137,17 +137,13 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	trusted, err := cfg.TrustedProxyPrefixes()
-	if err != nil {
-		return nil, err
-	}
 	n := &node{engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
 	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
-	n.handler = server.RequestID(trusted, server.Recover(log, n.st))
+	n.handler = server.RequestIDFunc(n.st.trusted, server.Recover(log, n.st))
 	return n, nil
 }
 
@@ -182,6 +178,8 @@ func (n *node) apply(cfg *config.Config) error {
 		Observe:       n.metrics.ObserveDecision,
 		IPLists:       cfg.IPLists(),
 		CountryHeader: cfg.CountryHeader,
+
+		RejectUnknownHosts: cfg.RejectUnknownHosts(),
 	})
 	if err != nil {
 		return err
@@ -191,14 +189,16 @@ func (n *node) apply(cfg *config.Config) error {
 			return err
 		}
 	}
-	n.st.set(g, rooms)
+	n.st.set(g, rooms, trusted)
+	for _, w := range cfg.Warnings() {
+		n.log.Warn("config: " + w)
+	}
 	return nil
 }
 
-// background runs the node's background work until ctx ends: the engine's
-// activity flushes and, on a shared store, keeping the key ring there.
+// background runs the node's background work until ctx ends: on a shared
+// store, keeping the key ring there.
 func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
-	wg.Go(func() { n.engine.Run(ctx, nowFunc) })
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
@@ -212,13 +212,14 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
-// activityFlush is how often nodes on a shared store send admitted
-// visitors' activity: the store's recovery margin covers it.
-const activityFlush = time.Second
+// clockSlack is how long sessions' counts outlive them on a shared store:
+// the clock difference tolerated between nodes. The store's recovery
+// margin covers it.
+const clockSlack = time.Second
 
 // openStore opens the configured store and returns the engine options that
-// go with it: the embedded store counts activity at once; a shared store
-// has it batched once a second and applies the fail mode when unreachable.
+// go with it: a shared store keeps sessions' counts a clock slack longer
+// and applies the fail mode when unreachable.
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher.Store, admission.Options, error) {
 	opts := admission.Options{Logger: log}
 	if rd := cfg.Store.Redis; rd != nil {
@@ -231,13 +232,13 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 			Cluster:        rd.Cluster,
 			KeyPrefix:      rd.KeyPrefix,
 			Timeout:        rd.Timeout,
-			RecoveryMargin: activityFlush,
+			RecoveryMargin: clockSlack,
 			Logger:         log,
 		})
 		if err != nil {
 			return nil, opts, fmt.Errorf("store.redis: %w", err)
 		}
-		opts.FlushInterval = activityFlush
+		opts.CellSlack = clockSlack
 		opts.FailOpen = rd.FailMode == "open"
 		return s, opts, nil
 	}

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -24,11 +25,22 @@ func newEngine(t testing.TB) *Engine {
 
 func decide(t testing.TB, e *Engine, room *usher.Room, tk *usher.Ticket, now time.Time) usher.Decision {
 	t.Helper()
-	d, err := e.Decide(context.Background(), room, tk, now)
+	d, err := e.Decide(context.Background(), room, usher.Visit{Ticket: tk, Now: now, Client: client(tk)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// client is a test visitor's address: its own, as if each visitor came
+// from its own address (the zero Addr without a ticket: unknown).
+func client(tk *usher.Ticket) netip.Addr {
+	if tk == nil {
+		return netip.Addr{}
+	}
+	var a [16]byte
+	copy(a[8:], tk.VisitorID[:])
+	return netip.AddrFrom16(a)
 }
 
 func TestNoEarlyQueueing(t *testing.T) {
@@ -65,7 +77,7 @@ func TestSessionKeptAndRenewed(t *testing.T) {
 		if d.TicketChanged {
 			tk = d.Ticket
 		}
-		if end := tk.SessionEnd(&room.Settings); end.Before(now.Add(room.SessionDuration)) {
+		if end := room.Session(&tk, now).End; end.Before(now.Add(room.SessionDuration)) {
 			t.Fatalf("session ends %v, before last request + duration %v", end, now.Add(room.SessionDuration))
 		}
 		// Someone else is kept out all along: the renewal counts once.

@@ -1,11 +1,11 @@
 // Package admission is usher's admission engine: given a room, the
 // visitor's ticket and the time, it decides whether the visitor goes in or
 // waits, and what the ticket says next. It keeps no per-visitor state; the
-// room's aggregate counters sit behind usher.Store, and every decision that
-// changes them is one Store call.
+// room's counters and its records of live visitors sit behind usher.Store,
+// and every decision that changes them is one Store call.
 //
-// The engine holds invariants 1-7 of DESIGN.md on one node with any store
-// that implements the Store contract; see docs/admission.md.
+// The engine holds the invariants of DESIGN.md with any store that
+// implements the Store contract; see docs/admission.md.
 package admission
 
 import (
@@ -13,25 +13,25 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/limit"
 )
 
 // Options configure an Engine. The zero value is usable.
 type Options struct {
-	// FlushInterval batches admitted visitors' activity: zero applies each
-	// renewal to the store at once (right for the embedded store, where it
-	// is a memory write); a positive interval sends one Touch per room per
-	// interval (shared stores), and active cells are kept that much longer
-	// so that late counting never lets a room overshoot.
-	FlushInterval time.Duration
+	// CellSlack is how long a session's active cell outlives the session
+	// (zero on one node). Nodes sharing a store whose clocks differ by up
+	// to CellSlack then never see a session whose count has expired.
+	CellSlack time.Duration
 	// Rand returns random 64-bit values for visitor ids and jitter (nil: a
 	// generator seeded from crypto/rand). Tests pass a seeded one.
 	Rand func() uint64
-	// Logger receives flush errors (nil: slog.Default()).
+	// Logger receives store errors (nil: slog.Default()).
 	Logger *slog.Logger
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
@@ -42,13 +42,12 @@ type Options struct {
 type Engine struct {
 	store usher.Store
 	opts  Options
-	slack int64 // seconds an active cell outlives its session
+	slack int64 // whole seconds an active cell outlives its session
 
 	brk breaker
 
-	mu      sync.Mutex
-	rng     func() uint64
-	pending map[string]map[[8]byte]usher.Move // room -> visitor -> move
+	mu  sync.Mutex
+	rng func() uint64
 }
 
 // New returns an engine over store.
@@ -63,15 +62,10 @@ func New(store usher.Store, opts Options) *Engine {
 		r := rand.New(rand.NewChaCha8(seed))
 		rng = r.Uint64
 	}
-	e := &Engine{
-		store:   store,
-		opts:    opts,
-		rng:     rng,
-		pending: map[string]map[[8]byte]usher.Move{},
-	}
+	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
-	if opts.FlushInterval > 0 {
-		e.slack = int64((opts.FlushInterval + time.Second - 1) / time.Second)
+	if opts.CellSlack > 0 {
+		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
 	}
 	return e
 }
@@ -109,9 +103,28 @@ func Grace(refresh time.Duration) time.Duration { return time.Second + refresh/4
 // interval.
 func MaxJitter(refresh time.Duration) time.Duration { return refresh / 10 }
 
-// Decide returns the decision for a visitor of room holding ticket t (nil
-// when the visitor has none, or it did not open) at now.
-func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error) {
+// EarlyTolerance is how much before its NextCheckIn a check-in still
+// counts: the clock difference between nodes and the page's own timing.
+// An earlier check-in changes nothing.
+const EarlyTolerance = time.Second
+
+// ReplayGrace is how long after a visitor's admission another request
+// with its last waiting ticket (a page and its JSON at once, a proxy asking
+// twice for one request) gets the same admission instead of a wait.
+const ReplayGrace = 5 * time.Second
+
+// BackSpan is how far behind the arrivals of the moment a visitor over its
+// per-client limit waits: a day of arrival seconds, so that everyone who
+// arrives meanwhile goes first.
+const BackSpan = 24 * time.Hour
+
+// Decide returns the decision for a visit to room.
+func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (usher.Decision, error) {
+	// A store call runs to its end whatever the client does: a request
+	// that hangs up must neither cut a decision in half nor count as a
+	// store failure. The store bounds every call with its own timeout.
+	ctx = context.WithoutCancel(ctx)
+	now := v.Now
 	sched := room.At(now)
 	s := &sched.Settings
 	base := usher.Decision{Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event, QueueAll: s.QueueAll}
@@ -119,60 +132,102 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 		base.Outcome = usher.Pass
 		return base, nil
 	}
-	if ss := sessionSettings(room, s, t, now); ss != nil {
-		return e.keep(ctx, room.ID, ss, *t, now, base)
+	t := v.Ticket
+	if t != nil && t.State == usher.Admitted {
+		ses := room.Session(t, now)
+		if ses.Valid {
+			return e.keep(ctx, room.ID, ses, *t, now, base), nil
+		}
+		// A session the settings in force ended before its count did keeps
+		// its count to the end: settings that change back would make the
+		// ticket (or a copy of it) valid again, and it must still be counted.
+		t = nil
 	}
 	if s.QueueingMethod == usher.Reject && sched.Phase != usher.Prequeue {
 		base.Outcome = usher.Turn
 		return base, nil
 	}
-	tk, from := e.waiter(t, now, &sched)
+	tk, from, fresh := e.waiter(t, now, &sched)
+	if !fresh && !tk.NextCheckIn.IsZero() && now.Before(tk.NextCheckIn.Add(-EarlyTolerance)) {
+		return e.early(ctx, room.ID, tk, base, &sched, now)
+	}
+	counted := countedAfter(now, tk.CountedAt)
 	refresh := checkInAfter(s.RefreshInterval, tk.Jitter)
 	next := now.Add(refresh)
 	admittedTk := tk
 	admittedTk.State = usher.Admitted
-	admittedTk.AdmittedAt = now
-	admittedTk.CountedAt = now
+	admittedTk.AdmittedAt = counted
+	admittedTk.CountedAt = counted
+	admittedTk.Until = usher.SessionUntil(s, now)
+	admittedTk.Cell = admittedTk.Until.Unix() + e.slack
 	admittedTk.NextCheckIn = time.Time{}
 	admittedTk.DrewAt = time.Time{}
-	activeExp := admittedTk.SessionEnd(s).Unix() + e.slack
-	admittedTk.Cell = activeExp
+	admittedTk.Back = false
 
 	op := usher.AdmitOp{
 		Now:               now,
+		Visitor:           tk.VisitorID,
+		Counted:           counted,
+		Keep:              now.Add(MaxAbsence(s.RefreshInterval)).Unix() + 1,
 		TotalActiveUsers:  s.TotalActiveUsers,
 		NewUsersPerMinute: s.NewUsersPerMinute,
 		SessionDuration:   s.SessionDuration,
 		Bucket:            tk.Bucket(),
 		From:              from,
 		WaitExp:           usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix(),
-		ActiveExp:         activeExp,
+		ActiveExp:         admittedTk.Cell,
 		// Nobody new goes in before the event starts.
 		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
 		Force:   s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
 	}
+	if cl := &s.ClientLimit; fresh && cl.On() && v.Client.IsValid() {
+		op.Client = usher.ClientOp{Key: limit.Key(cl.Prefix(v.Client)), PerMinute: cl.NewVisitorsPerMinute,
+			Refuse: cl.Rejects(), Back: now.Add(BackSpan).Unix()}
+	}
 	if s.QueueingMethod == usher.Random && !op.NoAdmit {
-		if drewIn(tk.DrewAt, now, s.RefreshInterval) {
+		switch {
+		case fresh:
+			// A visitor without a ticket gets no draw while others wait:
+			// it joins the pool and draws from its first check-in on, so
+			// that dropping the cookie gains nothing.
+			op.Joining = true
+		case drewIn(tk.DrewAt, now, s.RefreshInterval):
 			op.NoAdmit = true // one draw per window: reloading gains nothing
-		} else {
+		default:
 			op.Random = true
 			op.Draw = Draw(tk.VisitorID, window(now, s.RefreshInterval))
+			if tk.Back {
+				// At the back of the line: in only when there is room for
+				// every live waiter.
+				op.Draw = math.Nextafter(1, 0)
+			}
 			tk.DrewAt = now.Truncate(time.Millisecond)
 		}
 	}
 	if !e.brk.allow(now) {
-		return e.failDecision(base, tk, t, s, now), nil
+		return e.failDecision(base, tk, fresh, s, now), nil
 	}
 	res, err := e.store.Admit(ctx, room.ID, op)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(base, tk, t, s, now), nil
+			return e.failDecision(base, tk, fresh, s, now), nil
 		}
 		return usher.Decision{}, err
 	}
 	d := base
 	d.Stats = res.RoomStats
+	if res.Replay {
+		return e.replayed(d, tk, res, &sched, now), nil
+	}
+	if res.OverClient {
+		d.OverClient = true
+		if op.Client.Refuse {
+			d.Outcome = usher.Turn
+			return d, nil
+		}
+		tk.Place, tk.Back = op.Client.Back, true
+	}
 	d.TicketChanged = true
 	if res.Admitted {
 		d.Outcome = usher.Admit
@@ -188,13 +243,20 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 			next = now.Add(refresh)
 		}
 	}
-	tk.CountedAt = now.Truncate(time.Millisecond)
+	tk.CountedAt = counted
 	tk.Cell = op.WaitExp
 	tk.NextCheckIn = next
 	d.Outcome = usher.Wait
 	d.Ticket = tk
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
+	e.estimate(&d, res, &sched, now)
+	return d, nil
+}
+
+// estimate fills in the decision's estimated wait.
+func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
+	s := &sched.Settings
 	switch {
 	case sched.Phase == usher.Prequeue:
 		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
@@ -203,44 +265,94 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, 
 	case s.QueueAll:
 		// Nobody is let in until the operator lifts queue_all.
 	default:
-		d.WaitKnown, d.EstimatedWait = estimate(res, s, refresh)
+		d.WaitKnown, d.EstimatedWait = estimate(res, s, d.RefreshAfter)
 	}
+}
+
+// countedAt returns the counted-at time of the ticket a count at now makes:
+// now to the millisecond, and always after the counted-at of the ticket it
+// replaces (prev), since the store tells tickets apart by it.
+func countedAfter(now, prev time.Time) time.Time {
+	c := now.Truncate(time.Millisecond)
+	if !prev.IsZero() && !c.After(prev) {
+		c = prev.Add(time.Millisecond)
+	}
+	return c
+}
+
+// early answers a check-in that comes before its ticket allows: nothing is
+// counted; the waiter sees its place as it is and checks in again when its
+// ticket allows.
+func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d usher.Decision, sched *usher.Schedule, now time.Time) (usher.Decision, error) {
+	s := &sched.Settings
+	if !e.brk.allow(now) {
+		return e.failDecision(d, tk, false, s, now), nil
+	}
+	ahead, st, err := e.store.Peek(ctx, room, now, tk.Bucket())
+	e.brk.result(now, err)
+	if err != nil {
+		if usher.ErrorCode(err) == usher.EUnavailable {
+			return e.failDecision(d, tk, false, s, now), nil
+		}
+		return usher.Decision{}, err
+	}
+	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
+	d.Stats = st
+	d.Replay = true
+	d.Outcome = usher.Wait
+	d.Ticket = tk
+	d.Position = ahead + 1
+	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
+	e.estimate(&d, usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
 	return d, nil
 }
 
-// sessionSettings returns the settings under which t holds a session at
-// now: the ones in force, or, when an event has ended or begun since the
-// visitor was admitted, the ones it was admitted under (a session is never
-// cut short by a change of schedule); nil when t holds no session.
-func sessionSettings(room *usher.Room, s *usher.Settings, t *usher.Ticket, now time.Time) *usher.Settings {
-	if t == nil || t.State != usher.Admitted {
-		return nil
+// replayed answers a waiting ticket the store had already counted on. The
+// visitor's own parallel request may have been admitted a moment ago (a
+// page and its JSON at once, a proxy asking twice): within ReplayGrace it
+// gets the same admission. Otherwise nothing changes: the ticket is not
+// sent again and the waiter sees its place.
+func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
+	d.Replay = true
+	rec := res.Record
+	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
+		at := tk
+		at.State = usher.Admitted
+		at.AdmittedAt, at.CountedAt = rec.At, rec.At
+		at.Cell = rec.Cell
+		at.Until = time.Unix(rec.Cell-e.slack, 0).UTC()
+		at.NextCheckIn, at.DrewAt, at.Back = time.Time{}, time.Time{}, false
+		d.Outcome = usher.Admit
+		d.Ticket = at
+		d.TicketChanged = true
+		return d
 	}
-	if t.SessionValid(s, now) {
-		return s
+	d.Outcome = usher.Wait
+	d.Ticket = tk
+	d.Position = res.Ahead + 1
+	d.RefreshAfter = checkInAfter(sched.RefreshInterval, tk.Jitter)
+	if !tk.NextCheckIn.IsZero() {
+		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
 	}
-	if at := room.At(t.AdmittedAt).Settings; t.SessionValid(&at, now) {
-		return &at
-	}
-	return nil
+	e.estimate(&d, res, sched, now)
+	return d
 }
 
 // MaxAbsence is how long a waiter may stay away (not check in) and still
 // keep its place; after that its ticket counts as a new visitor's. Without
 // it, a ticket kept from an earlier queue (or an earlier event) would jump
-// to the front of a later one.
+// to the front of a later one. The store remembers a visitor as long.
 func MaxAbsence(refresh time.Duration) time.Duration { return max(10*time.Minute, 10*refresh) }
 
 // waiter returns the ticket a visitor waits with (its own while it is a
-// sane waiting ticket, else a new one arriving now) and the waiting cell it
-// is counted in. A visitor who arrives while an event's pre-queue is open
-// gets its place at the start: shuffled, or by arrival.
-func (e *Engine) waiter(t *usher.Ticket, now time.Time, sched *usher.Schedule) (usher.Ticket, usher.Cell) {
+// sane waiting ticket, else a new one arriving now, fresh) and the waiting
+// cell it is counted in. A visitor who arrives while an event's pre-queue
+// is open gets its place at the start: shuffled, or by arrival.
+func (e *Engine) waiter(t *usher.Ticket, now time.Time, sched *usher.Schedule) (tk usher.Ticket, from usher.Cell, fresh bool) {
 	if t != nil && t.State == usher.Waiting && !t.ArrivedAt.After(now.Add(time.Minute)) &&
-		now.Sub(t.CountedAt) <= MaxAbsence(sched.RefreshInterval) {
-		return *t, usher.Cell{Exp: t.Cell, At: t.CountedAt}
+		!t.CountedAt.IsZero() && now.Sub(t.CountedAt) <= MaxAbsence(sched.RefreshInterval) {
+		return *t, usher.Cell{Exp: t.Cell, At: t.CountedAt}, false
 	}
-	var tk usher.Ticket
 	binary.LittleEndian.PutUint64(tk.VisitorID[:], e.random())
 	tk.State = usher.Waiting
 	tk.ArrivedAt = now.Truncate(time.Millisecond)
@@ -250,7 +362,7 @@ func (e *Engine) waiter(t *usher.Ticket, now time.Time, sched *usher.Schedule) (
 	if sched.Phase == usher.Prequeue && sched.Event.ShuffleAtStart {
 		tk.Place = shuffledPlace(sched.Event, e.random())
 	}
-	return tk, usher.Cell{}
+	return tk, usher.Cell{}, true
 }
 
 // shuffleSpan is the least number of seconds the shuffled pre-queue is
@@ -265,130 +377,44 @@ func shuffledPlace(ev *usher.Event, r uint64) int64 {
 	return ev.Start.Unix() - 1 - int64(r%uint64(span))
 }
 
-// keep serves an admitted visitor whose session runs: no store round trip;
-// when the session end moves to a later second, the visitor's active count
-// moves with it and the ticket is re-sealed.
-func (e *Engine) keep(ctx context.Context, room string, s *usher.Settings, t usher.Ticket, now time.Time, d usher.Decision) (usher.Decision, error) {
+// keep serves an admitted visitor whose session runs. Most requests need
+// no store call: the ticket proves the session. A request that is due to
+// renew it (Session.RenewTo) moves the visitor's active count to the later
+// cell first, and only then is the ticket re-sealed, so no ticket ever
+// holds a session its count does not cover (a node that dies mid-request
+// loses nothing but the renewal). If the store cannot be reached, the
+// session runs to its counted end.
+func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t usher.Ticket, now time.Time, d usher.Decision) usher.Decision {
 	d.Outcome = usher.Admit
 	d.Ticket = t
-	if s.DisableSessionRenewal {
-		return d, nil
-	}
-	end := usher.CeilSecond(now.Add(s.SessionDuration))
-	if !end.After(t.SessionEnd(s)) {
-		return d, nil
+	if ses.RenewTo.IsZero() || !e.brk.allow(now) {
+		return d
 	}
 	next := t
-	next.CountedAt = now.Truncate(time.Millisecond)
-	next.Cell = end.Unix() + e.slack
-	mv := usher.Move{From: usher.Cell{Exp: t.Cell, At: t.CountedAt}, To: next.Cell}
-	if err := e.touch(ctx, room, t.VisitorID, mv, now); err != nil {
-		// The visitor keeps its session; its old count still covers it
-		// until the old session end, so only the renewal is lost.
-		e.opts.Logger.Warn("activity not counted", "room", room, "err", err)
-		return d, nil
-	}
-	d.Ticket = next
-	d.TicketChanged = true
-	return d, nil
-}
-
-// touch applies or queues one activity move.
-func (e *Engine) touch(ctx context.Context, room string, visitor [8]byte, mv usher.Move, now time.Time) error {
-	if e.opts.FlushInterval <= 0 {
-		return e.store.Touch(ctx, room, now, []usher.Move{mv})
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	byVisitor := e.pendingLocked(room)
-	if prev, ok := byVisitor[visitor]; ok {
-		mv = mergeMoves(prev, mv)
-	}
-	byVisitor[visitor] = mv
-	return nil
-}
-
-// pendingLocked returns room's batched moves by visitor; e.mu is held.
-func (e *Engine) pendingLocked(room string) map[[8]byte]usher.Move {
-	byVisitor := e.pending[room]
-	if byVisitor == nil {
-		byVisitor = map[[8]byte]usher.Move{}
-		e.pending[room] = byVisitor
-	}
-	return byVisitor
-}
-
-// mergeMoves folds one visitor's older and newer moves into one: parallel
-// requests with one old ticket, or renewals chained between flushes, make
-// one move from the oldest cell to the latest.
-func mergeMoves(older, newer usher.Move) usher.Move {
-	if newer.From.Exp == older.From.Exp || newer.From.Exp == older.To {
-		newer.From = older.From
-	}
-	newer.To = max(newer.To, older.To)
-	return newer
-}
-
-// Flush sends the batched activity moves to the store.
-func (e *Engine) Flush(ctx context.Context, now time.Time) error {
-	e.mu.Lock()
-	pending := e.pending
-	e.pending = map[string]map[[8]byte]usher.Move{}
-	e.mu.Unlock()
-	var first error
-	for room, byVisitor := range pending {
-		moves := make([]usher.Move, 0, len(byVisitor))
-		for _, mv := range byVisitor {
-			moves = append(moves, mv)
+	next.CountedAt = countedAfter(now, t.CountedAt)
+	next.Until = ses.RenewTo
+	next.Cell = ses.RenewTo.Unix() + e.slack
+	res, err := e.store.Renew(ctx, room, usher.RenewOp{
+		Now: now, Visitor: t.VisitorID, From: usher.Cell{Exp: t.Cell, At: t.CountedAt},
+		To: next.Cell, Counted: next.CountedAt, Keep: next.Cell,
+	})
+	e.brk.result(now, err)
+	switch {
+	case err != nil:
+		e.opts.Logger.Warn("session not renewed", "room", room, "err", err)
+	case res.Replay:
+		// Another request of the visitor renewed it first: this one gets
+		// the same ticket.
+		d.Replay = true
+		if rec := res.Record; rec.Admitted && rec.Cell > t.Cell {
+			next.CountedAt, next.Cell = rec.At, rec.Cell
+			next.Until = time.Unix(rec.Cell-e.slack, 0).UTC()
+			d.Ticket, d.TicketChanged = next, true
 		}
-		if err := e.store.Touch(ctx, room, now, moves); err != nil {
-			// The tickets already name the new cells: keep the moves for
-			// the next flush, or later renewals would take visitors out of
-			// cells they never reached.
-			e.requeue(room, byVisitor)
-			if first == nil {
-				first = err
-			}
-		}
+	default:
+		d.Ticket, d.TicketChanged = next, true
 	}
-	return first
-}
-
-// requeue puts moves that failed to flush back in front of the moves
-// batched since.
-func (e *Engine) requeue(room string, failed map[[8]byte]usher.Move) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	byVisitor := e.pendingLocked(room)
-	for v, old := range failed {
-		if newer, ok := byVisitor[v]; ok {
-			old = mergeMoves(old, newer)
-		}
-		byVisitor[v] = old
-	}
-}
-
-// Run flushes batched activity every FlushInterval until ctx is done, then
-// flushes once more. It returns at once when FlushInterval is zero.
-func (e *Engine) Run(ctx context.Context, now func() time.Time) {
-	if e.opts.FlushInterval <= 0 {
-		return
-	}
-	t := time.NewTicker(e.opts.FlushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if err := e.Flush(context.WithoutCancel(ctx), now()); err != nil {
-				e.opts.Logger.Error("final activity flush failed", "err", err)
-			}
-			return
-		case <-t.C:
-			if err := e.Flush(ctx, now()); err != nil {
-				e.opts.Logger.Error("activity flush failed", "err", err)
-			}
-		}
-	}
+	return d
 }
 
 // Status returns the room's live counters at now, with its free slots.

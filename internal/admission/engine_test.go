@@ -86,6 +86,9 @@ func TestSimulationInvariants(t *testing.T) {
 				if res.requeued > 0 {
 					t.Errorf("seed %d: %d visitors re-queued during their session", seed, res.requeued)
 				}
+				if res.revived > 0 {
+					t.Errorf("seed %d: %d ended sessions let in again without an admission", seed, res.revived)
+				}
 				if res.earlyQueued > 0 {
 					t.Errorf("seed %d: %d new visitors queued with free slots and nobody waiting", seed, res.earlyQueued)
 				}

@@ -83,20 +83,25 @@ func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load
 func (e *Engine) StoreErrors() int64 { return e.brk.storeErrors.Load() }
 
 // failDecision decides without the store. Open admits the visitor
-// uncounted: its ticket names no cell, so its first renewal once the store
-// is back only adds it, and the room is back under its limits within one
-// session. Closed keeps the visitor waiting with its place (a waiter's
-// ticket is unchanged; a new visitor's arrival is now) and no position
-// shown, since none is known.
-func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, t *usher.Ticket, s *usher.Settings, now time.Time) usher.Decision {
+// uncounted: its ticket names no cell (its session ends when its Until
+// says), so its first renewal once the store is back only adds it, and the
+// room is back under its limits within one session. Closed keeps the
+// visitor waiting with its place (a waiter's ticket is unchanged; a new
+// visitor's is issued with its arrival, so that it keeps it) and no
+// position shown, since none is known.
+func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *usher.Settings, now time.Time) usher.Decision {
 	e.brk.failModeDecisions.Add(1)
 	d.Degraded = true
+	counted := countedAfter(now, tk.CountedAt)
 	if e.opts.FailOpen {
 		tk.State = usher.Admitted
-		tk.AdmittedAt = now.Truncate(time.Millisecond)
-		tk.CountedAt = tk.AdmittedAt
+		tk.AdmittedAt = counted
+		tk.CountedAt = counted
+		tk.Until = usher.SessionUntil(s, now)
 		tk.Cell = 0
 		tk.NextCheckIn = time.Time{}
+		tk.DrewAt = time.Time{}
+		tk.Back = false
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = tk
@@ -105,9 +110,13 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, t *usher.Ticket
 	}
 	d.Outcome = usher.Wait
 	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
+	if fresh {
+		tk.CountedAt = counted
+		tk.NextCheckIn = now.Add(d.RefreshAfter)
+	}
 	d.Ticket = tk
 	// A waiter keeps its ticket (and the cell it is counted in); a new
 	// visitor gets one with its arrival.
-	d.TicketChanged = t == nil || t.State != usher.Waiting
+	d.TicketChanged = fresh
 	return d
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/usherhq/usher/internal/store/local"
 )
 
-// flakyStore is the embedded store with a switch that makes Admit and
-// Touch fail as an unreachable shared store does.
+// flakyStore is the embedded store with a switch that makes its calls
+// fail as an unreachable shared store does.
 type flakyStore struct {
 	usher.Store
 	down   bool
@@ -28,11 +28,18 @@ func (f *flakyStore) Admit(ctx context.Context, room string, op usher.AdmitOp) (
 	return f.Store.Admit(ctx, room, op)
 }
 
-func (f *flakyStore) Touch(ctx context.Context, room string, now time.Time, moves []usher.Move) error {
+func (f *flakyStore) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
 	if f.down {
-		return errDown
+		return usher.RenewResult{}, errDown
 	}
-	return f.Store.Touch(ctx, room, now, moves)
+	return f.Store.Renew(ctx, room, op)
+}
+
+func (f *flakyStore) Peek(ctx context.Context, room string, now time.Time, bucket int64) (int64, usher.RoomStats, error) {
+	if f.down {
+		return 0, usher.RoomStats{}, errDown
+	}
+	return f.Store.Peek(ctx, room, now, bucket)
 }
 
 func newFlaky(t *testing.T, open bool) (*Engine, *flakyStore) {
@@ -133,7 +140,7 @@ func TestOtherStoreErrorsAreErrors(t *testing.T) {
 	boom := errors.New("boom")
 	e := New(errStore{st, boom}, Options{})
 	room := simRoom()
-	if _, err := e.Decide(context.Background(), &room, nil, t0); !errors.Is(err, boom) {
+	if _, err := e.Decide(context.Background(), &room, usher.Visit{Ticket: nil, Now: t0}); !errors.Is(err, boom) {
 		t.Fatalf("a store bug: %v, want the error", err)
 	}
 }
@@ -147,35 +154,24 @@ func (s errStore) Admit(context.Context, string, usher.AdmitOp) (usher.AdmitResu
 	return usher.AdmitResult{}, s.err
 }
 
-func TestFailedFlushIsRetried(t *testing.T) {
-	st, err := local.Open(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	f := &flakyStore{Store: st}
-	e := New(f, Options{FlushInterval: time.Second, Rand: newRand(1)})
-	room := simRoom() // 15 s sessions, 1 s slack
-	room.TotalActiveUsers = 2
-	ctx := context.Background()
+// TestFailedRenewalKeepsTheCountedEnd: a renewal the store cannot take is
+// not given: the ticket keeps the session end its count covers, so nobody
+// holds a session the room does not count.
+func TestFailedRenewalKeepsTheCountedEnd(t *testing.T) {
+	e, f := newFlaky(t, false)
+	room := simRoom() // 15 s sessions
+	room.TotalActiveUsers = 1
 	tk := decide(t, e, &room, nil, t0).Ticket
-	// Renewals at 5 s and 10 s; the first flush fails.
-	r1 := decide(t, e, &room, &tk, t0.Add(5*time.Second)).Ticket
 	f.down = true
-	if err := e.Flush(ctx, t0.Add(6*time.Second)); err == nil {
-		t.Fatal("flush into a down store succeeded")
+	d := decide(t, e, &room, &tk, t0.Add(5*time.Second))
+	if d.Outcome != usher.Admit || d.TicketChanged || !d.Ticket.Until.Equal(tk.Until) {
+		t.Fatalf("renewal while the store is down: %+v, want the session kept as it was", d)
 	}
 	f.down = false
-	decide(t, e, &room, &r1, t0.Add(10*time.Second))
-	if err := e.Flush(ctx, t0.Add(11*time.Second)); err != nil {
-		t.Fatal(err)
+	if st, _ := e.Status(context.Background(), &room, tk.Until.Add(-time.Second)); st.Active != 1 {
+		t.Fatalf("a second before the session's end: active %d, want 1", st.Active)
 	}
-	// The visitor's session runs to 25 s: it must still be counted at 24 s,
-	// once and only once.
-	for _, at := range []time.Duration{12 * time.Second, 20 * time.Second, 24 * time.Second} {
-		st, _ := e.Status(ctx, &room, t0.Add(at))
-		if st.Active != 1 {
-			t.Fatalf("at %v active = %d, want 1", at, st.Active)
-		}
+	if d := decide(t, e, &room, &tk, tk.Until); d.Outcome == usher.Admit && !d.NewlyAdmitted {
+		t.Fatal("the session outlived its counted end")
 	}
 }

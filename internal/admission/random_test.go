@@ -51,7 +51,7 @@ func runLottery(t *testing.T, seed uint64, cohorts, perCohort int, spam func(coh
 	ctx := context.Background()
 	// Holders fill the room until 10 s; their sessions end one by one.
 	for i := range 10 {
-		if _, err := e.Decide(ctx, &room, nil, t0.Add(time.Duration(i)*500*time.Millisecond)); err != nil {
+		if _, err := e.Decide(ctx, &room, usher.Visit{Now: t0.Add(time.Duration(i) * 500 * time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func runLottery(t *testing.T, seed uint64, cohorts, perCohort int, spam func(coh
 		if cur.at.After(end) || cur.w.admitted {
 			continue
 		}
-		d, err := e.Decide(ctx, &room, cur.w.tk, cur.at)
+		d, err := e.Decide(ctx, &room, usher.Visit{Ticket: cur.w.tk, Now: cur.at})
 		if err != nil {
 			t.Fatal(err)
 		}

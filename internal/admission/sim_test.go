@@ -95,6 +95,7 @@ type simResult struct {
 	queueSamples  int
 	inversions    int
 	requeued      int
+	revived       int
 	earlyQueued   int
 	admittedCount int
 }
@@ -209,7 +210,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 		}
 		wasNew := v.ticket == nil || v.ticket.State == usher.Admitted
 		sessionHeld := v.inSession(now)
-		d, err := eng.Decide(ctx, &room, v.ticket, now)
+		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: v.ticket, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,17 +229,26 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 		}
 		switch d.Outcome {
 		case usher.Admit:
-			if !sessionHeld {
+			// A session lasts to the end its ticket was counted to: the
+			// sessions the room holds are the visitors' tickets.
+			switch {
+			case d.NewlyAdmitted:
 				v.wasAdmitted = true
 				v.admitted = now
 				res.admissions = append(res.admissions, now)
 				res.admitted = append(res.admitted, simAdmission{now, d.Ticket.Bucket()})
 				res.admittedCount++
-				v.sessions = append(v.sessions, session{from: now, end: usher.CeilSecond(now.Add(s.SessionDuration))})
+				v.sessions = append(v.sessions, session{from: now, end: d.Ticket.Until})
+			case !sessionHeld:
+				// Let in without an admission, on a session that ended.
+				res.revived++
+				v.sessions = append(v.sessions, session{from: now, end: d.Ticket.Until})
+			default:
+				v.sessions[len(v.sessions)-1].end = d.Ticket.Until
 			}
 			v.lastReq = now
-			if !s.DisableSessionRenewal {
-				v.sessions[len(v.sessions)-1].end = usher.CeilSecond(now.Add(s.SessionDuration))
+			if end := v.sessions[len(v.sessions)-1].end; end.Before(now.Add(s.SessionDuration)) && !s.DisableSessionRenewal {
+				t.Fatalf("a request at %v left a session ending %v, before session_duration after it", now.Sub(start), end.Sub(start))
 			}
 			if act := activeAt(now); act > res.maxActive {
 				res.maxActive = act

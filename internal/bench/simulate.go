@@ -35,10 +35,10 @@ type SimConfig struct {
 	// simulated clock starts at Start, so a store that saw other times
 	// would mix them up.
 	Store usher.Store
-	// Tick, when positive, batches admitted visitors' activity as a node
-	// on a shared store does: the engine's FlushInterval, flushed every
-	// Tick of simulated time. Zero applies each renewal at once, as usher
-	// does with the embedded store.
+	// Tick, when positive, makes sessions' active cells outlive them by
+	// Tick, as nodes on a shared store do (the engine's CellSlack, which
+	// covers the clock difference between nodes). Zero counts them exactly,
+	// as usher does with the embedded store.
 	Tick time.Duration
 	// Start is the simulated time of offset zero of the arrival curve
 	// (zero: 2026-01-01 00:00:00 UTC), kept to the millisecond. Events of
@@ -172,7 +172,7 @@ func newSim(cfg SimConfig) *sim {
 		s.horizon = 24 * time.Hour
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51_6d_75_1a_7e))
-	s.eng = engine.New(cfg.Store, engine.Options{Rand: rng.Uint64, FlushInterval: cfg.Tick})
+	s.eng = engine.New(cfg.Store, engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick})
 	s.offsets = cfg.Arrivals.Offsets(cfg.Seed)
 	s.tl = &Timeline{Start: s.start, Visitors: make([]Visitor, len(s.offsets))}
 	s.vs = make([]simVisitor, len(s.offsets))
@@ -216,7 +216,6 @@ func (s *sim) at(d time.Duration) time.Time { return s.start.Add(d) }
 func (s *sim) run(ctx context.Context) error {
 	var last time.Duration
 	next := 0 // next arrival
-	nextFlush := s.cfg.Tick
 	var ag simAgenda
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
@@ -242,14 +241,6 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		now := ev.at
 		last = now
-		if s.cfg.Tick > 0 && nextFlush <= now {
-			// Nothing happened since the first tick boundary after the
-			// last action: one flush there stands for all the boundaries.
-			if err := s.eng.Flush(ctx, s.at(nextFlush)); err != nil {
-				return s.finish(now, true, fmt.Errorf("bench: simulate: flush: %w", err))
-			}
-			nextFlush += (now-nextFlush)/s.cfg.Tick*s.cfg.Tick + s.cfg.Tick
-		}
 		nx, err := s.step(ctx, ev, now)
 		if err != nil {
 			return s.finish(now, true, err)
@@ -303,7 +294,7 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	if v.has {
 		tk = &v.ticket
 	}
-	d, err := s.eng.Decide(ctx, &s.room, tk, t)
+	d, err := s.eng.Decide(ctx, &s.room, usher.Visit{Ticket: tk, Now: t})
 	if err != nil {
 		return simNext{}, fmt.Errorf("bench: simulate: visitor %s at %v: %w", rec.ID, now, err)
 	}

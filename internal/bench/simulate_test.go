@@ -194,8 +194,8 @@ func TestSimulateDeterministic(t *testing.T) {
 }
 
 // TestSimulateInvariants checks the design's invariants on the report of
-// a medium run, with activity applied at once (the embedded store) and
-// batched (Tick, as on a shared store).
+// a medium run, with sessions counted exactly (the embedded store) and with
+// a second of slack (Tick, as on a shared store).
 func TestSimulateInvariants(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -203,7 +203,7 @@ func TestSimulateInvariants(t *testing.T) {
 		tick, refresh time.Duration
 	}{
 		{"at once", 0, 0},
-		{"batched", time.Second, 0},
+		{"slack", time.Second, 0},
 		{"sub-millisecond refresh", 0, 5*time.Second + 300*time.Microsecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -50,6 +50,12 @@ type Config struct {
 	// Reloadable for what a reload may change). False: the config is read
 	// once, at start.
 	WatchConfig bool
+	// UnknownHosts is what happens to a request whose host no route names:
+	// "reject" refuses it (421), "pass" sends it to Origin untouched.
+	// Empty: reject when any room's route names a host (another Host would
+	// otherwise reach that room's origin without its decision), else pass.
+	// See RejectUnknownHosts.
+	UnknownHosts string
 
 	dir string // the config file's directory, absolute, when Load read it
 }
@@ -208,6 +214,30 @@ func (c *Config) sortEvents() {
 	for i := range c.Rooms {
 		slices.SortStableFunc(c.Rooms[i].Events, func(a, b usher.Event) int { return a.Start.Compare(b.Start) })
 	}
+}
+
+// RejectUnknownHosts reports whether requests for hosts no route names are
+// refused: UnknownHosts, or by default whether any route names a host.
+func (c *Config) RejectUnknownHosts() bool {
+	switch c.UnknownHosts {
+	case "reject":
+		return true
+	case "pass":
+		return false
+	}
+	return c.namesHosts()
+}
+
+// namesHosts reports whether any room's route names a host.
+func (c *Config) namesHosts() bool {
+	for i := range c.Rooms {
+		for _, rt := range c.Rooms[i].Routes {
+			if rt.Host != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TrustedProxyPrefixes returns TrustedProxies parsed, a single address as a

@@ -91,6 +91,12 @@ func checkOverrides(r *report, o *usher.Overrides, at loc) {
 	if v := o.CustomPageHTML; v != nil && strings.TrimSpace(*v) == "" {
 		r.add(0, at.field("custom_page_html"), "%s", emptyPageMessage)
 	}
+	if v := o.ClientLimit; v != nil {
+		checkClientLimit(r, v, at.field("client_limit"))
+	}
+	if v := o.ProofOfWork; v != nil {
+		checkProofOfWork(r, v, at.field("proof_of_work"))
+	}
 }
 
 // eventLoc returns the place of a room's j-th event.

@@ -30,9 +30,18 @@ func (c *Config) Explain(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", explainRule(j, &rm.Rules[j]))
 		}
 	}
-	if c.Origin == "" {
+	switch {
+	case c.RejectUnknownHosts() && c.Origin == "":
+		b.WriteString("Requests for hosts no route names are refused (421); other requests that match no room are answered 404.\n")
+	case c.RejectUnknownHosts():
+		why := "unknown_hosts is reject"
+		if c.UnknownHosts == "" {
+			why = "rooms name hosts, so another Host must not reach their origin"
+		}
+		fmt.Fprintf(&b, "Requests for hosts no route names are refused (421: %s); other requests that match no room go to %s untouched.\n", why, c.Origin)
+	case c.Origin == "":
 		b.WriteString("Requests that match no room are answered 404.\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "Requests that match no room go to %s untouched.\n", c.Origin)
 	}
 	if rd := c.Store.Redis; rd != nil {
@@ -51,6 +60,12 @@ func (c *Config) Explain(w io.Writer) error {
 	}
 	if c.WatchConfig {
 		b.WriteString("The config is reloaded when its file changes.\n")
+	}
+	if ws := c.Warnings(); len(ws) > 0 {
+		b.WriteString("\nWarnings:\n")
+		for _, w := range ws {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -162,10 +177,63 @@ func (c *Config) extraClauses(rm *usher.Room) []string {
 		}
 		out = append(out, cookie)
 	}
+	if s.ClientLimit.On() {
+		out = append(out, clientLimitClause(&s.ClientLimit))
+	}
+	if s.ProofOfWork.Difficulty > 0 {
+		out = append(out, proofOfWorkClause(&s.ProofOfWork))
+	}
+	if b := &rm.TicketBinding; b.On() {
+		out = append(out, bindingClause(b))
+	}
 	if s.JSONResponseEnabled {
 		return append(out, "JSON answers are on")
 	}
 	return append(out, "JSON answers are off")
+}
+
+// clientLimitClause describes a per-client limit.
+func clientLimitClause(c *usher.ClientLimit) string {
+	over := "the rest wait at the back of the line, behind everyone who arrives in the next day"
+	if c.Rejects() {
+		over = "the rest are refused with 429"
+	}
+	return fmt.Sprintf("one client (an IPv4 /%d or IPv6 /%d) gets at most %s a minute, and %s",
+		c.IPv4Prefix, c.IPv6Prefix, plural(c.NewVisitorsPerMinute, "new place"), over)
+}
+
+// proofOfWorkClause describes the proof of work.
+func proofOfWorkClause(p *usher.ProofOfWork) string {
+	if p.Difficulty == 0 {
+		return "no proof of work"
+	}
+	return fmt.Sprintf("a new visitor solves a proof of work of %d bits (about %s hashes, JavaScript needed) before it gets a place",
+		p.Difficulty, humanCount(1<<p.Difficulty))
+}
+
+// bindingClause describes ticket binding.
+func bindingClause(b *usher.TicketBinding) string {
+	var to []string
+	if b.ClientPrefix {
+		to = append(to, fmt.Sprintf("the client's network (IPv4 /%d, IPv6 /%d)", b.IPv4Prefix, b.IPv6Prefix))
+	}
+	if b.UserAgent {
+		to = append(to, "its browser (user agent)")
+	}
+	return "tickets are bound to " + joinAnd(to) + ", so a copied cookie is a new visitor elsewhere"
+}
+
+// humanCount writes n roughly: "65 thousand", "4 million".
+func humanCount(n int) string {
+	switch {
+	case n >= 1_000_000_000:
+		return fmt.Sprintf("%d billion", n/1_000_000_000)
+	case n >= 1_000_000:
+		return fmt.Sprintf("%d million", n/1_000_000)
+	case n >= 1_000:
+		return fmt.Sprintf("%d thousand", n/1_000)
+	}
+	return fmt.Sprint(n)
 }
 
 // routesText describes routes, grouping paths by host in order of first

@@ -105,6 +105,18 @@ func overrideClauses(c *Config, rm *usher.Room, o *usher.Overrides) string {
 			out = append(out, "JSON answers off")
 		}
 	}
+	if o.ClientLimit != nil {
+		c := &s.ClientLimit
+		over := "more wait at the back"
+		if c.Rejects() {
+			over = "more are refused with 429"
+		}
+		out = append(out, fmt.Sprintf("%s a minute per client (IPv4 /%d, IPv6 /%d; %s)",
+			plural(c.NewVisitorsPerMinute, "new place"), c.IPv4Prefix, c.IPv6Prefix, over))
+	}
+	if o.ProofOfWork != nil {
+		out = append(out, fmt.Sprintf("a proof of work of %d bits", s.ProofOfWork.Difficulty))
+	}
 	if len(out) == 0 {
 		return "the room's own settings"
 	}

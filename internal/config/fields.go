@@ -59,6 +59,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 				c.Rooms = append(c.Rooms, d.room(n, at))
 			})
 		},
+		"unknown_hosts":  d.text(&c.UnknownHosts),
 		"ip_lists":       d.ipLists(&c.IPListEntries),
 		"country_header": d.text(&c.CountryHeader),
 		"watch_config":   d.boolean(&c.WatchConfig),
@@ -114,6 +115,22 @@ func (d *decoder) room(n *yaml.Node, at loc) usher.Room {
 		"custom_page_html":          d.page(&s.CustomPageHTML),
 		"default_template_language": d.text(&s.DefaultTemplateLanguage),
 		"refresh_interval":          d.duration(&s.RefreshInterval),
+		"client_limit":              d.clientLimit(&s.ClientLimit),
+		"proof_of_work":             d.proofOfWork(&s.ProofOfWork),
+		"ticket_binding": func(n *yaml.Node, at loc) {
+			b := &r.TicketBinding
+			*b = usher.TicketBinding{IPv4Prefix: 24, IPv6Prefix: 48}
+			d.mapping(n, at, map[string]field{
+				"client_prefix": d.boolean(&b.ClientPrefix),
+				"user_agent":    d.boolean(&b.UserAgent),
+				"ipv4_prefix":   d.integer(&b.IPv4Prefix),
+				"ipv6_prefix":   d.integer(&b.IPv6Prefix),
+			})
+			if !b.On() {
+				// Keep the block's presence known to Validate.
+				b.IPv4Prefix = -1
+			}
+		},
 		"events": func(n *yaml.Node, at loc) {
 			d.list(n, at, func(n *yaml.Node, at loc) {
 				r.Events = append(r.Events, d.event(n, at))
@@ -154,8 +171,35 @@ func (d *decoder) event(n *yaml.Node, at loc) usher.Event {
 		"custom_page_html":          optional(d, d.page, &o.CustomPageHTML),
 		"default_template_language": optional(d, d.text, &o.DefaultTemplateLanguage),
 		"refresh_interval":          optional(d, d.duration, &o.RefreshInterval),
+		"client_limit":              optional(d, d.clientLimit, &o.ClientLimit),
+		"proof_of_work":             optional(d, d.proofOfWork, &o.ProofOfWork),
 	})
 	return e
+}
+
+// clientLimit decodes client_limit over its defaults (prefixes /32 and
+// /64, over_limit queue). The mapping turns the limit on: Validate requires
+// new_visitors_per_minute in it.
+func (d *decoder) clientLimit(dst *usher.ClientLimit) field {
+	return func(n *yaml.Node, at loc) {
+		*dst = usher.ClientLimit{IPv4Prefix: 32, IPv6Prefix: 64, OverLimit: "queue", NewVisitorsPerMinute: -1}
+		d.mapping(n, at, map[string]field{
+			"new_visitors_per_minute": d.integer(&dst.NewVisitorsPerMinute),
+			"ipv4_prefix":             d.integer(&dst.IPv4Prefix),
+			"ipv6_prefix":             d.integer(&dst.IPv6Prefix),
+			"over_limit":              d.text(&dst.OverLimit),
+		})
+	}
+}
+
+// proofOfWork decodes proof_of_work; Validate requires difficulty in it.
+func (d *decoder) proofOfWork(dst *usher.ProofOfWork) field {
+	return func(n *yaml.Node, at loc) {
+		*dst = usher.ProofOfWork{Difficulty: -1}
+		d.mapping(n, at, map[string]field{
+			"difficulty": d.integer(&dst.Difficulty),
+		})
+	}
 }
 
 // rule decodes one entry of a room's rules: enabled defaults to true and

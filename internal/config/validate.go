@@ -44,6 +44,11 @@ func (c *Config) Validate() error {
 	}
 	c.checkKeys(&r)
 	c.checkIPLists(&r)
+	switch c.UnknownHosts {
+	case "", "reject", "pass":
+	default:
+		r.add(0, loc{path: "unknown_hosts"}, "must be reject or pass, got %q", c.UnknownHosts)
+	}
 	if c.CountryHeader != "" && !validHeaderName(c.CountryHeader) {
 		r.add(0, loc{path: "country_header"}, "must be a header name like CF-IPCountry (letters, digits and !#$%%&'*+-.^_`|~), got %q", c.CountryHeader)
 	}
@@ -155,6 +160,7 @@ func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
 	if hostsOK {
 		checkCookieDomain(r, rm, at)
 	}
+	checkBinding(r, &rm.TicketBinding, at.field("ticket_binding"))
 	checkSettings(r, &rm.Settings, at)
 }
 
@@ -178,6 +184,60 @@ func checkSettings(r *report, s *usher.Settings, at loc) {
 	}
 	checkCookieAttributes(r, s.CookieAttributes, at.field("cookie_attributes"))
 	check(r, at.field("default_template_language"), checkLanguage(s.DefaultTemplateLanguage))
+	checkClientLimit(r, &s.ClientLimit, at.field("client_limit"))
+	checkProofOfWork(r, &s.ProofOfWork, at.field("proof_of_work"))
+}
+
+// checkClientLimit checks a client_limit block (the zero value: none).
+func checkClientLimit(r *report, c *usher.ClientLimit, at loc) {
+	if *c == (usher.ClientLimit{}) {
+		return
+	}
+	switch {
+	case c.NewVisitorsPerMinute == -1:
+		r.add(0, at.field("new_visitors_per_minute"), "required: the new tickets one client may get a minute (leave client_limit out for no limit)")
+	case c.NewVisitorsPerMinute < 1 || c.NewVisitorsPerMinute > 60000:
+		r.add(0, at.field("new_visitors_per_minute"), "must be from 1 to 60000, got %d (leave client_limit out for no limit)", c.NewVisitorsPerMinute)
+	}
+	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
+		r.add(0, at.field("ipv4_prefix"), "must be from 1 to 32, got %d", c.IPv4Prefix)
+	}
+	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
+		r.add(0, at.field("ipv6_prefix"), "must be from 1 to 128, got %d", c.IPv6Prefix)
+	}
+	switch c.OverLimit {
+	case "queue", "reject":
+	default:
+		r.add(0, at.field("over_limit"), "must be queue or reject, got %q", c.OverLimit)
+	}
+}
+
+// checkProofOfWork checks a proof_of_work block (the zero value: none).
+func checkProofOfWork(r *report, p *usher.ProofOfWork, at loc) {
+	switch {
+	case p.Difficulty == 0:
+	case p.Difficulty == -1:
+		r.add(0, at.field("difficulty"), "required: the leading zero bits of the solution, like 16 (leave proof_of_work out for none)")
+	case p.Difficulty < 1 || p.Difficulty > 32:
+		r.add(0, at.field("difficulty"), "must be from 1 to 32 bits, got %d (about 2^difficulty hashes; leave proof_of_work out for none)", p.Difficulty)
+	}
+}
+
+// checkBinding checks a room's ticket_binding block.
+func checkBinding(r *report, b *usher.TicketBinding, at loc) {
+	switch {
+	case *b == (usher.TicketBinding{}):
+		return
+	case b.IPv4Prefix == -1:
+		r.add(0, at, "binds nothing: set client_prefix or user_agent to true (or leave ticket_binding out)")
+		return
+	}
+	if b.IPv4Prefix < 1 || b.IPv4Prefix > 32 {
+		r.add(0, at.field("ipv4_prefix"), "must be from 1 to 32, got %d", b.IPv4Prefix)
+	}
+	if b.IPv6Prefix < 1 || b.IPv6Prefix > 128 {
+		r.add(0, at.field("ipv6_prefix"), "must be from 1 to 128, got %d", b.IPv6Prefix)
+	}
 }
 
 // check adds a problem at at when msg is not "".

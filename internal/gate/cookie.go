@@ -1,8 +1,13 @@
 package gate
 
 import (
+	"cmp"
+	"errors"
+	"hash/fnv"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -15,12 +20,18 @@ import (
 // the ticket still holds a place or a session is up to its own times.
 const CookieMaxAge = 24 * time.Hour
 
-// openTicket returns the first ticket cookie of room in r that opens, or nil:
-// a missing, forged or foreign cookie makes a new visitor, never an error.
-func (g *Gate) openTicket(r *http.Request, room *usher.Room) *usher.Ticket {
+// openTicket returns the first ticket cookie of m's room in r that opens
+// and is bound to r's client, or nil: a missing, forged, foreign or copied
+// cookie makes a new visitor, never an error.
+func (g *Gate) openTicket(r *http.Request, m *Match) *usher.Ticket {
+	room := m.Room
 	name := room.CookieName()
+	bind := bindingOf(room, r, m.ClientIP)
 	for _, c := range r.CookiesNamed(name) {
 		t, err := g.sealer.Open(c.Value, room.ID, name)
+		if err == nil && t.Binding != bind {
+			err = errOtherClient
+		}
 		if err == nil {
 			return &t
 		}
@@ -31,6 +42,34 @@ func (g *Gate) openTicket(r *http.Request, room *usher.Room) *usher.Ticket {
 	return nil
 }
 
+// errOtherClient is why a ticket bound to another client is not taken.
+var errOtherClient = errors.New("ticket bound to another client")
+
+// bindingOf is the binding of the tickets room issues to r's client (at
+// address client): a hash of the room, the client's address prefix and its
+// user agent, as the room's ticket binding says; 0 when the room binds
+// nothing. It is sealed in the ticket, so a client cannot read it, and a
+// copied cookie opens only for a client with the same prefix and agent.
+func bindingOf(room *usher.Room, r *http.Request, client netip.Addr) uint32 {
+	b := &room.TicketBinding
+	if !b.On() {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = io.WriteString(h, room.ID)
+	if b.ClientPrefix {
+		p := usher.ClientPrefix(client, cmp.Or(b.IPv4Prefix, 24), cmp.Or(b.IPv6Prefix, 48))
+		raw, _ := p.MarshalBinary()
+		_, _ = h.Write([]byte{0, 'p'})
+		_, _ = h.Write(raw)
+	}
+	if b.UserAgent {
+		_, _ = h.Write([]byte{0, 'a'})
+		_, _ = io.WriteString(h, r.UserAgent())
+	}
+	return max(h.Sum32(), 1)
+}
+
 // setTicket adds the Set-Cookie of d's ticket when it changed. A ticket that
 // fails to seal is logged and not sent: the visitor is then new again on
 // its next request, which is the safe side.
@@ -39,7 +78,9 @@ func (g *Gate) setTicket(w http.ResponseWriter, r *http.Request, m Match, d ushe
 		return
 	}
 	room := m.Room
-	v, err := g.sealer.Seal(&d.Ticket, room.ID, room.CookieName())
+	tk := d.Ticket
+	tk.Binding = bindingOf(room, r, m.ClientIP)
+	v, err := g.sealer.Seal(&tk, room.ID, room.CookieName())
 	if err == nil {
 		c := ticketCookie(room, r.URL.EscapedPath(), m.Scheme, v)
 		if err = c.Valid(); err == nil {

@@ -23,6 +23,14 @@ type Match struct {
 	// Path is the request path as matched: decoded and cleaned, not
 	// case-folded.
 	Path string
+	// Paths are every reading of the path that routing considered, Path
+	// first: an encoded slash kept in its segment, path parameters dropped,
+	// and, in a room whose paths ignore case, each folded to lower case.
+	// Bypass rules must hold for all of them.
+	Paths []string
+	// UnknownHost reports a request for a host that no route names, while
+	// the gate refuses such hosts (Options.RejectUnknownHosts).
+	UnknownHost bool
 	// ClientIP, Scheme and Host are the client's, through trusted proxies
 	// (server.ClientInfo). Host is as requested, port included.
 	ClientIP netip.Addr
@@ -36,7 +44,8 @@ type Match struct {
 // shared by the reverse proxy and forward auth. A request that matches no
 // room, or a suspended room, gets Outcome Pass without a call to the
 // Decider. The error is a usher.Error to answer with server.Error: invalid
-// for a path that does not decode, unavailable (with the cause for the
+// for a path that does not decode, misdirected for a host no route names
+// (while the gate refuses those), unavailable (with the cause for the
 // log) when the Decider fails.
 func (g *Gate) Evaluate(r *http.Request) (Match, usher.Decision, error) {
 	m, err := g.route(r)
@@ -47,6 +56,9 @@ func (g *Gate) Evaluate(r *http.Request) (Match, usher.Decision, error) {
 	return m, d, err
 }
 
+// errUnknownHost answers a request for a host that no route names.
+var errUnknownHost = usher.Errorf(usher.EMisdirected, "this site is not served at this address")
+
 // route finds the room of r.
 func (g *Gate) route(r *http.Request) (Match, error) {
 	var m Match
@@ -55,9 +67,19 @@ func (g *Gate) route(r *http.Request) (Match, error) {
 	if err != nil {
 		return m, usher.Errorf(usher.EInvalid, "the request path is not valid")
 	}
-	m.Path = paths[0]
+	m.Path, m.Paths = paths[0], paths
 	if i := g.routes.match(m.Host, paths); i >= 0 {
 		m.Room, m.Route = g.routes[i].room, g.routes[i].orig
+		if !m.Room.PathCaseSensitive {
+			for _, p := range paths {
+				m.Paths = appendNew(m.Paths, strings.ToLower(p))
+			}
+		}
+	} else if g.hosts != nil && !g.hosts[normHost(m.Host)] {
+		// A host no route names: a request with another Host, with none
+		// (HTTP/1.0), or in absolute form for another host would reach
+		// the origin of a room on a named host without its decision.
+		m.UnknownHost = true
 	}
 	return m, nil
 }
@@ -65,6 +87,9 @@ func (g *Gate) route(r *http.Request) (Match, error) {
 // decide asks the Decider about the visitor of m.Room, and sets m.At.
 func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 	m.At = g.now()
+	if m.UnknownHost {
+		return usher.Decision{}, errUnknownHost
+	}
 	if m.Room == nil || m.Room.Suspended {
 		return usher.Decision{Outcome: usher.Pass}, nil
 	}
@@ -76,9 +101,9 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 			return usher.Decision{Outcome: usher.Pass}, nil
 		}
 	}
-	t := g.openTicket(r, m.Room)
+	t := g.openTicket(r, m)
 	start := time.Now()
-	d, err := g.decider.Decide(r.Context(), m.Room, t, m.At)
+	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP})
 	if err != nil {
 		return d, &decideError{op: "decide", room: m.Room.ID, err: err}
 	}
@@ -96,13 +121,14 @@ func (g *Gate) facts(r *http.Request, m *Match) *rules.Request {
 		host = h
 	}
 	f := &rules.Request{
-		IP:        m.ClientIP,
-		Host:      strings.ToLower(host),
-		Path:      m.Path,
-		Query:     r.URL.RawQuery,
-		Method:    r.Method,
-		UserAgent: r.UserAgent(),
-		Headers:   r.Header,
+		IP:         m.ClientIP,
+		Host:       strings.ToLower(host),
+		Path:       m.Path,
+		OtherPaths: m.Paths[1:],
+		Query:      r.URL.RawQuery,
+		Method:     r.Method,
+		UserAgent:  r.UserAgent(),
+		Headers:    r.Header,
 	}
 	if g.countryHeader != "" {
 		f.Country = r.Header.Get(g.countryHeader)

@@ -30,9 +30,8 @@ import (
 
 // Decider is the admission engine.
 type Decider interface {
-	// Decide returns the decision for a visitor of room holding ticket t
-	// (nil when the visitor has no ticket or it did not open).
-	Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error)
+	// Decide returns the decision for a visit to room.
+	Decide(ctx context.Context, room *usher.Room, v usher.Visit) (usher.Decision, error)
 	// Status returns the room's live counters.
 	Status(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error)
 }
@@ -81,6 +80,11 @@ type Options struct {
 	// CountryHeader is the request header carrying the visitor's country
 	// for bypass rules ("" : none).
 	CountryHeader string
+	// RejectUnknownHosts refuses (421) a request whose host no route
+	// names instead of passing it to DefaultOrigin: with rooms on named
+	// hosts, another Host (or none, or an absolute URI for another host)
+	// would otherwise reach their origin without their decision.
+	RejectUnknownHosts bool
 }
 
 // Gate is the reverse-proxy handler in front of the origins. It is safe for
@@ -101,6 +105,8 @@ type Gate struct {
 	rules         map[string]*rules.Set    // room id -> compiled bypass rules
 	custom        map[string]*web.Template // custom page path -> template
 	countryHeader string
+	hosts         map[string]bool // the route hosts, when unknown hosts are refused
+	status        statusCache
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -162,6 +168,14 @@ func New(opts Options) (*Gate, error) {
 	}
 	if g.routes, err = newTable(opts.Rooms); err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
+	}
+	if opts.RejectUnknownHosts {
+		g.hosts = map[string]bool{}
+		for _, rt := range g.routes {
+			if rt.host != "" {
+				g.hosts[rt.host] = true
+			}
+		}
 	}
 	transport := opts.Transport
 	if transport == nil {
@@ -252,7 +266,19 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if own, rest := ownPath(m.Path); own {
+		dropBody(w, r)
 		g.serveOwn(w, r, rest)
+		return
+	}
+	if m.UnknownHost {
+		g.fail(w, r, errUnknownHost)
+		return
+	}
+	if r.Method == http.MethodConnect {
+		dropBody(w, r)
+		// usher proxies requests, not tunnels.
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		server.WriteError(w, r, http.StatusMethodNotAllowed, "CONNECT is not served here")
 		return
 	}
 	d, err := g.decide(r, &m)
@@ -274,7 +300,21 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// dropBody makes an answer that does not read the request's body close the
+// connection without reading what is left of it: net/http would otherwise
+// read up to 256 KB of it, with no deadline, before answering or reusing
+// the connection, and a client that sends its body slowly after being told
+// to wait would hold the connection for as long as it likes.
+func dropBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 // fail answers err through server.Error, logging with the gate's logger.
 func (g *Gate) fail(w http.ResponseWriter, r *http.Request, err error) {
+	dropBody(w, r)
 	server.Error(w, r.WithContext(server.ContextWithLogger(r.Context(), g.log)), err)
 }

@@ -33,16 +33,18 @@ type fakeDecider struct {
 
 	mu      sync.Mutex
 	tickets []*usher.Ticket // the ticket of each Decide call
+	visits  []usher.Visit
 }
 
-func (f *fakeDecider) Decide(ctx context.Context, room *usher.Room, t *usher.Ticket, now time.Time) (usher.Decision, error) {
+func (f *fakeDecider) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (usher.Decision, error) {
 	f.mu.Lock()
-	f.tickets = append(f.tickets, t)
+	f.tickets = append(f.tickets, v.Ticket)
+	f.visits = append(f.visits, v)
 	f.mu.Unlock()
 	if f.DecideFn == nil {
 		return admitNew(), nil
 	}
-	return f.DecideFn(ctx, room, t, now)
+	return f.DecideFn(ctx, room, v.Ticket, v.Now)
 }
 
 func (f *fakeDecider) Status(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {

@@ -1,8 +1,11 @@
 package gate
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/server"
@@ -75,7 +78,9 @@ func (g *Gate) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	now := g.now()
-	st, err := g.decider.Status(r.Context(), room, now)
+	st, err := g.status.get(room, now, func() (usher.RoomStats, error) {
+		return g.decider.Status(context.WithoutCancel(r.Context()), room, now)
+	})
 	if err != nil {
 		g.fail(w, r, &decideError{op: "status", room: room.ID, err: err})
 		return
@@ -97,4 +102,37 @@ func (g *Gate) serveStatus(w http.ResponseWriter, r *http.Request, id string) {
 		NewUsersPerMinute:  set.NewUsersPerMinute,
 		QueueingMethod:     method,
 	})
+}
+
+// StatusTTL is how long a room's public status is served from memory: the
+// public status endpoint costs at most one store call per room per node and
+// per StatusTTL, however many ask.
+const StatusTTL = time.Second
+
+// statusCache keeps each room's latest status for StatusTTL.
+type statusCache struct {
+	mu    sync.Mutex
+	rooms map[string]cachedStatus
+}
+
+type cachedStatus struct {
+	at  time.Time
+	st  usher.RoomStats
+	err error
+}
+
+// get returns room's status at now: the cached one if younger than
+// StatusTTL, else fetch's (one fetch at a time; the others wait for it).
+func (c *statusCache) get(room *usher.Room, now time.Time, fetch func() (usher.RoomStats, error)) (usher.RoomStats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.rooms[room.ID]; ok && now.Sub(e.at) < StatusTTL && !now.Before(e.at) {
+		return e.st, e.err
+	}
+	st, err := fetch()
+	if c.rooms == nil {
+		c.rooms = map[string]cachedStatus{}
+	}
+	c.rooms[room.ID] = cachedStatus{at: now, st: st, err: err}
+	return st, err
 }

@@ -97,6 +97,7 @@ func queueingStatus(s *usher.Settings) int {
 // The Refresh header (as Cloudflare's) tells apps when to check in again;
 // browsers refresh at the same moment as the page's meta refresh.
 func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	dropBody(w, r)
 	g.setTicket(w, r, m, d)
 	pd := pageData(r, m, d)
 	set := settings(m, d)
@@ -138,9 +139,20 @@ func (g *Gate) writeCustom(w http.ResponseWriter, r *http.Request, status int, t
 	writeHTML(w, r, status, &buf)
 }
 
+// ClientLimitRetry is the Retry-After of a visitor refused by a per-client
+// limit: the limit counts over a minute.
+const ClientLimitRetry = 60
+
 // reject answers a visitor the room turns away: the reject page, with the
-// room's queueing status code, never cached.
+// room's queueing status code, never cached; or, for a client over the
+// room's per-client limit, 429 with Retry-After.
 func (g *Gate) reject(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	dropBody(w, r)
+	if d.OverClient {
+		w.Header().Set("Retry-After", strconv.Itoa(ClientLimitRetry))
+		server.WriteError(w, r, http.StatusTooManyRequests, "too many new visits from your network: retry in a minute")
+		return
+	}
 	g.setTicket(w, r, m, d)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Add("Vary", "Accept-Language")

@@ -47,6 +47,13 @@ type Request struct {
 	// Path is the cleaned path the room matched.
 	Path string
 
+	// OtherPaths are the other readings of the request path that routing
+	// considers (an encoded slash kept in its segment, path parameters
+	// dropped, the letters folded for a room whose paths ignore case): a
+	// rule bypasses only when it holds for Path and every one of them, so
+	// that no reading an origin may make walks around the room.
+	OtherPaths []string
+
 	// Query is the raw query string, without "?".
 	Query string
 
@@ -155,20 +162,40 @@ func (s *Set) Len() int {
 
 // Bypass reports whether r bypasses the waiting room, and if so the
 // description of the first enabled rule that is true (its index,
-// "rules[2]", when the description is empty). A rule whose evaluation fails
-// is false: errors never bypass. A nil Set or Request bypasses nothing.
+// "rules[2]", when the description is empty). A rule is true when it holds
+// for r's Path and for each of its OtherPaths. A rule whose evaluation
+// fails is false: errors never bypass. A nil Set or Request bypasses
+// nothing.
 func (s *Set) Bypass(r *Request) (bool, string) {
 	if s == nil || r == nil || len(s.progs) == 0 {
 		return false, ""
 	}
 	a := activationPool.Get().(*activation)
-	a.reset(r)
 	defer func() {
 		a.reset(nil)
 		activationPool.Put(a)
 	}()
+	if len(r.OtherPaths) == 0 {
+		a.reset(r)
+		for i := range s.progs {
+			if s.progs[i].eval(a) {
+				return true, s.progs[i].name
+			}
+		}
+		return false, ""
+	}
+	reading := *r
 	for i := range s.progs {
-		if s.progs[i].eval(a) {
+		holds := true
+		for j := -1; holds && j < len(r.OtherPaths); j++ {
+			reading.Path = r.Path
+			if j >= 0 {
+				reading.Path = r.OtherPaths[j]
+			}
+			a.reset(&reading)
+			holds = s.progs[i].eval(a)
+		}
+		if holds {
 			return true, s.progs[i].name
 		}
 	}

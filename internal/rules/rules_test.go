@@ -566,3 +566,32 @@ func TestDocExamples(t *testing.T) {
 		mustCompile(t, expr)
 	}
 }
+
+// TestBypassHoldsForEveryReading: a rule bypasses only when it holds for
+// every reading of the path that routing considers (issue 8, defect 7:
+// /drop/static/..;/buy was bypassed by path.startsWith("/drop/static/")
+// and a Java origin served /drop/buy).
+func TestBypassHoldsForEveryReading(t *testing.T) {
+	set, err := Compile([]Rule{
+		{Description: "static", Expression: `path.startsWith("/drop/static/")`, Action: ActionBypass, Enabled: true},
+		{Description: "not buy", Expression: `!path.startsWith("/drop/buy")`, Action: ActionBypass, Enabled: true},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		others []string
+		want   string
+	}{
+		{"/drop/static/app.css", nil, "static"},
+		{"/drop/static/..;/buy", []string{"/drop/buy"}, ""},
+		{"/DROP/BUY", []string{"/drop/buy"}, ""},
+		{"/drop/other", []string{"/drop/other2"}, "not buy"},
+	} {
+		ok, name := set.Bypass(&Request{Path: tc.path, OtherPaths: tc.others})
+		if ok != (tc.want != "") || name != tc.want {
+			t.Errorf("%s (others %v): bypass %v by %q, want %q", tc.path, tc.others, ok, name, tc.want)
+		}
+	}
+}

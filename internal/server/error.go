@@ -16,9 +16,14 @@ import (
 const RetryAfterSeconds = 5
 
 // StatusCode returns the HTTP status for a usher.Error code: invalid 400,
-// unauthorized 401, not_found 404, unavailable 503, anything else 500.
+// unauthorized 401, not_found 404, misdirected 421, too_many 429,
+// unavailable 503, anything else 500.
 func StatusCode(code string) int {
 	switch code {
+	case usher.EMisdirected:
+		return http.StatusMisdirectedRequest
+	case usher.ETooMany:
+		return http.StatusTooManyRequests
 	case usher.EInvalid:
 		return http.StatusBadRequest
 	case usher.EUnauthorized:

@@ -19,9 +19,15 @@ type requestIDKey struct{}
 // in the request's context (RequestIDFrom), set on the request header so
 // that the origin sees it, and echoed in the response header.
 func RequestID(trusted []netip.Prefix, next http.Handler) http.Handler {
+	return RequestIDFunc(func() []netip.Prefix { return trusted }, next)
+}
+
+// RequestIDFunc is RequestID with the trusted proxies read from trusted at
+// each request, so that a config reload changes them.
+func RequestIDFunc(trusted func() []netip.Prefix, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) || !IsTrusted(PeerAddr(r), trusted) {
+		if !validRequestID(id) || !IsTrusted(PeerAddr(r), trusted()) {
 			id = NewRequestID()
 			r.Header.Set(RequestIDHeader, id)
 		}

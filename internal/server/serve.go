@@ -12,11 +12,16 @@ import (
 // Timeouts of the servers Serve runs.
 const (
 	// ReadHeaderTimeout bounds how long a client may take to send the
-	// request headers (slowloris). Bodies are not bounded: uploads through
-	// the proxy may be slow and large.
+	// request headers (slowloris). Bodies are not bounded here: uploads
+	// through the proxy may be slow and large; answers usher makes itself
+	// (waiting page, errors, its own paths) close the connection instead
+	// of reading a body they do not need (gate.dropBody).
 	ReadHeaderTimeout = 10 * time.Second
 	// IdleTimeout closes keep-alive connections idle that long.
 	IdleTimeout = 120 * time.Second
+	// MaxHeaderBytes bounds a request's headers (net/http's default is 1
+	// MB; browsers send a few KB).
+	MaxHeaderBytes = 64 << 10
 	// ShutdownTimeout is how long Serve waits, once ctx is done, for
 	// requests in flight to finish before closing their connections
 	// (long event streams are cut at that point).
@@ -37,6 +42,7 @@ func Serve(ctx context.Context, ln net.Listener, handler http.Handler, logger *s
 		Handler:           handler,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	addr := ln.Addr().String()

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// A sealed ticket (format version 1) is, in unpadded URL-safe base64:
+// A sealed ticket (format version 2) is, in unpadded URL-safe base64:
 //
-//	version    1 byte: 1
+//	version    1 byte: 2 (1 still opens: its payload is version 1)
 //	idLen      1 byte: 1 to 16
 //	keyID      idLen bytes
 //	nonce      24 bytes, random
@@ -24,7 +24,7 @@ import (
 // a ticket opens only in the room and under the cookie name it was sealed
 // for.
 const (
-	formatVersion = 1
+	formatVersion = 2
 	nonceSize     = chacha20poly1305.NonceSizeX
 	tagSize       = chacha20poly1305.Overhead
 	minPayloadLen = 8 + 1 + 1 + 1 + 1 // fixed fields, ArrivedAt, Jitter
@@ -109,7 +109,7 @@ func (r *Ring) Open(value, room, cookieName string) (usher.Ticket, error) {
 		return usher.Ticket{}, errMalformed
 	}
 	raw = raw[:n]
-	if len(raw) < minRawLen || raw[0] != formatVersion {
+	if len(raw) < minRawLen || (raw[0] != formatVersion && raw[0] != 1) {
 		return usher.Ticket{}, errMalformed
 	}
 	idLen := int(raw[1])
@@ -131,7 +131,7 @@ func (r *Ring) Open(value, room, cookieName string) (usher.Ticket, error) {
 	if err != nil {
 		return usher.Ticket{}, errAuth
 	}
-	t, err := decodePayload(pt)
+	t, err := decodePayload(pt, raw[0])
 	if err != nil {
 		return usher.Ticket{}, errMalformed
 	}

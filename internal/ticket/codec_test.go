@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"sync"
@@ -145,7 +146,8 @@ func TestOpenAttacks(t *testing.T) {
 		{name: "huge", value: strings.Repeat("A", 1<<20)},
 		{name: "huge valid prefix", value: valid + strings.Repeat("A", 1<<20)},
 		{name: "version 0", value: with(func(b []byte) []byte { b[0] = 0; return b })},
-		{name: "version 2", value: with(func(b []byte) []byte { b[0] = 2; return b })},
+		{name: "version 1 header on a version 2 ticket", value: with(func(b []byte) []byte { b[0] = 1; return b })},
+		{name: "version 3", value: with(func(b []byte) []byte { b[0] = 3; return b })},
 		{name: "version 255", value: with(func(b []byte) []byte { b[0] = 255; return b })},
 		{name: "key id length 0", value: with(func(b []byte) []byte { b[1] = 0; return b })},
 		{name: "key id length 17", value: with(func(b []byte) []byte { b[1] = 17; return b })},
@@ -236,6 +238,31 @@ func sealPayload(t *testing.T, r *Ring, payload []byte) string {
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
+// TestOpenVersion1 opens a ticket sealed in format version 1, as usher
+// sealed them before Until existed: an admitted one keeps its session to
+// its cell.
+func TestOpenVersion1(t *testing.T) {
+	r := MustRing(t, "k1")
+	k := r.keys[0]
+	b := append(make([]byte, 8), byte(usher.Admitted), flagAdmittedAt|flagCountedAt|flagCell)
+	b = binary.AppendUvarint(b, uint64(minTime+5000))
+	b = binary.AppendVarint(b, 1000)
+	b = binary.AppendVarint(b, 1000)
+	b = binary.AppendVarint(b, 300)
+	b = binary.AppendVarint(b, 0)
+	hdr := append([]byte{1, byte(len(k.id))}, k.id...)
+	nonce := make([]byte, nonceSize)
+	ad := appendAdditionalData(nil, hdr, testRoom, testCookie)
+	raw := append(append(hdr, nonce...), k.aead.Seal(nil, nonce, b, ad)...)
+	tk, err := r.Open(base64.RawURLEncoding.EncodeToString(raw), testRoom, testCookie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.State != usher.Admitted || tk.Cell != minSec+5+300 || !tk.Until.Equal(time.Unix(tk.Cell, 0)) {
+		t.Errorf("opened %+v", tk)
+	}
+}
+
 func TestOpenAuthenticatedBadPayload(t *testing.T) {
 	r := MustRing(t, "k1")
 	in := minimalTicket()
@@ -251,7 +278,7 @@ func TestOpenAuthenticatedBadPayload(t *testing.T) {
 		{"unknown flag", func() []byte { b := bytes.Clone(good); b[9] = 0x10; return b }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := decodePayload(tc.payload); err == nil {
+			if _, err := decodePayload(tc.payload, formatVersion); err == nil {
 				t.Fatal("decodePayload accepted it")
 			}
 			tk, err := r.Open(sealPayload(t, r, tc.payload), testRoom, testCookie)

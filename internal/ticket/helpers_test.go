@@ -72,6 +72,9 @@ func fullTicket() usher.Ticket {
 		Jitter:      1234567891, // 1.234567891s
 		Place:       arrived.Add(-90 * time.Minute).Unix(),
 		DrewAt:      arrived.Add(41*time.Minute + 555),
+		Until:       arrived.Add(62 * time.Minute),
+		Back:        true,
+		Binding:     0xfeedface,
 	}
 }
 

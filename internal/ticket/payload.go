@@ -9,12 +9,13 @@ import (
 	"github.com/usherhq/usher"
 )
 
-// The plaintext of a sealed ticket (payload version 1, the only one, tied to
-// format version 1):
+// The plaintext of a sealed ticket (payload version 2, sealed under format
+// version 2; version 1 still opens):
 //
 //	VisitorID   8 bytes
 //	State       1 byte: usher.Waiting or usher.Admitted
-//	flags       1 byte: which optional fields follow (bits below)
+//	flags       uvarint: which optional fields follow (bits below; one
+//	            byte in version 1, where only the first six bits exist)
 //	ArrivedAt   uvarint: unix milliseconds
 //	AdmittedAt  varint: milliseconds from ArrivedAt   (if flagAdmittedAt)
 //	CountedAt   varint: milliseconds from ArrivedAt   (if flagCountedAt)
@@ -22,10 +23,14 @@ import (
 //	Cell        varint: seconds from ArrivedAt's unix second (if flagCell)
 //	Place       varint: seconds from ArrivedAt's unix second (if flagPlace)
 //	DrewAt      varint: milliseconds from ArrivedAt   (if flagDrewAt)
+//	Until       varint: milliseconds from ArrivedAt   (if flagUntil)
+//	Binding     4 bytes, big-endian                  (if flagBinding)
 //	Jitter      varint: milliseconds, either way
 //
-// A zero time.Time or a zero Cell is left out and its flag cleared, so it
-// comes back zero. Nothing may follow Jitter.
+// flagBack carries no field. A zero time.Time, a zero Cell or Binding and a
+// false Back are left out and their flag cleared, so they come back zero.
+// Nothing may follow Jitter. A version 1 admitted ticket has no Until: its
+// session was counted to its Cell, which is taken as its Until.
 const (
 	flagAdmittedAt  = 1 << 0
 	flagCountedAt   = 1 << 1
@@ -33,12 +38,19 @@ const (
 	flagCell        = 1 << 3
 	flagPlace       = 1 << 4
 	flagDrewAt      = 1 << 5
-	flagsKnown      = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
+	flagUntil       = 1 << 6
+	flagBack        = 1 << 7
+	flagBinding     = 1 << 8
+	flagsKnownV1    = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
+	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding
 )
 
-// maxPayloadLen bounds the encoded ticket: the fixed fields, a uvarint of
-// ArrivedAt, six varints and the jitter.
-const maxPayloadLen = 8 + 1 + 1 + 8*binary.MaxVarintLen64
+// maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
+// flags, and each field at the longest its range allows: an arrival under
+// 2^45 ms (7 bytes), five millisecond deltas and two second deltas within
+// the range (7 and 6 bytes as zig-zag varints), the binding (4) and a jitter
+// within an hour (4). TestPayloadBound checks the extremes.
+const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 4
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -81,6 +93,7 @@ func checkTicket(t *usher.Ticket) error {
 		{"counted", t.CountedAt},
 		{"next check-in", t.NextCheckIn},
 		{"draw", t.DrewAt},
+		{"session end", t.Until},
 	} {
 		if !f.t.IsZero() && !inRange(f.t.UnixMilli()) {
 			return fmt.Errorf("%s time %v out of range", f.name, f.t)
@@ -94,7 +107,7 @@ func inRange(ms int64) bool { return ms >= minTime && ms <= maxTime }
 // appendPayload appends the encoding of t, which checkTicket accepted, to b.
 func appendPayload(b []byte, t *usher.Ticket) []byte {
 	arrived := t.ArrivedAt.UnixMilli()
-	var flags byte
+	var flags uint64
 	if !t.AdmittedAt.IsZero() {
 		flags |= flagAdmittedAt
 	}
@@ -113,8 +126,18 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if !t.DrewAt.IsZero() {
 		flags |= flagDrewAt
 	}
+	if !t.Until.IsZero() {
+		flags |= flagUntil
+	}
+	if t.Back {
+		flags |= flagBack
+	}
+	if t.Binding != 0 {
+		flags |= flagBinding
+	}
 	b = append(b, t.VisitorID[:]...)
-	b = append(b, byte(t.State), flags)
+	b = append(b, byte(t.State))
+	b = binary.AppendUvarint(b, flags)
 	b = binary.AppendUvarint(b, uint64(arrived))
 	if flags&flagAdmittedAt != 0 {
 		b = binary.AppendVarint(b, t.AdmittedAt.UnixMilli()-arrived)
@@ -134,23 +157,34 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if flags&flagDrewAt != 0 {
 		b = binary.AppendVarint(b, t.DrewAt.UnixMilli()-arrived)
 	}
+	if flags&flagUntil != 0 {
+		b = binary.AppendVarint(b, t.Until.UnixMilli()-arrived)
+	}
+	if flags&flagBinding != 0 {
+		b = binary.BigEndian.AppendUint32(b, t.Binding)
+	}
 	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
 
-// decodePayload decodes b, which must hold exactly one encoded ticket with
-// values in range. It returns errPayload for anything else.
-func decodePayload(b []byte) (usher.Ticket, error) {
+// decodePayload decodes b, which must hold exactly one encoded ticket of
+// payload version v (1 or 2) with values in range. It returns errPayload for
+// anything else.
+func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 	if len(b) < 8+1+1 || len(b) > maxPayloadLen {
 		return usher.Ticket{}, errPayload
 	}
 	var t usher.Ticket
 	copy(t.VisitorID[:], b[:8])
 	t.State = usher.TicketState(b[8])
-	flags := b[9]
-	if (t.State != usher.Waiting && t.State != usher.Admitted) || flags&^flagsKnown != 0 {
+	known := uint64(flagsKnown)
+	if v == 1 {
+		known = flagsKnownV1
+	}
+	d := decoder{b: b[9:]}
+	flags := d.uvarint()
+	if d.bad || (t.State != usher.Waiting && t.State != usher.Admitted) || flags&^known != 0 {
 		return usher.Ticket{}, errPayload
 	}
-	d := decoder{b: b[10:]}
 	u := d.uvarint()
 	if u < minTime || u > maxTime {
 		return usher.Ticket{}, errPayload
@@ -175,15 +209,37 @@ func decodePayload(b []byte) (usher.Ticket, error) {
 	if flags&flagDrewAt != 0 {
 		t.DrewAt = d.time(arrived)
 	}
+	if flags&flagUntil != 0 {
+		t.Until = d.time(arrived)
+	}
+	t.Back = flags&flagBack != 0
+	if flags&flagBinding != 0 {
+		t.Binding = d.uint32()
+	}
 	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()
 	} else {
 		t.Jitter = time.Duration(j) * time.Millisecond
 	}
-	if d.bad || len(d.b) != 0 {
+	if d.bad || len(d.b) != 0 || (flags&flagBinding != 0 && t.Binding == 0) {
 		return usher.Ticket{}, errPayload
 	}
+	if v == 1 && t.State == usher.Admitted && t.Cell != 0 {
+		t.Until = time.Unix(t.Cell, 0).UTC()
+	}
 	return t, nil
+}
+
+// uint32 reads 4 bytes, big-endian.
+func (d *decoder) uint32() uint32 {
+	if len(d.b) < 4 {
+		d.bad = true
+		d.b = nil
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
 }
 
 // decoder reads varints from b and remembers the first failure, so that

@@ -17,6 +17,62 @@ func TestTimeRange(t *testing.T) {
 	}
 }
 
+// TestPayloadBound checks that a ticket with every field at the far end of
+// its range encodes within maxPayloadLen.
+func TestPayloadBound(t *testing.T) {
+	lo, hi := time.UnixMilli(minTime).UTC(), time.UnixMilli(maxTime).UTC()
+	for _, arrived := range []time.Time{lo, hi} {
+		far := lo
+		if arrived.Equal(lo) {
+			farthest := hi
+			far = farthest
+		}
+		tk := usher.Ticket{
+			VisitorID: [8]byte{1}, State: usher.Admitted, ArrivedAt: arrived,
+			AdmittedAt: far, CountedAt: far, NextCheckIn: far, DrewAt: far, Until: far,
+			Cell: far.Unix(), Place: far.Unix(), Back: true, Binding: 0xffffffff,
+			Jitter: -maxJitter,
+		}
+		if err := checkTicket(&tk); err != nil {
+			t.Fatalf("checkTicket: %v", err)
+		}
+		b := appendPayload(nil, &tk)
+		if len(b) > maxPayloadLen {
+			t.Errorf("arrived %v: payload of %d bytes, over maxPayloadLen %d", arrived, len(b), maxPayloadLen)
+		}
+		if _, err := decodePayload(b, formatVersion); err != nil {
+			t.Errorf("arrived %v: %v", arrived, err)
+		}
+	}
+}
+
+func TestDecodePayloadVersion1(t *testing.T) {
+	// A version 1 admitted ticket (flags in one byte, no Until) takes its
+	// Cell as its session end; a version 2 flag is unknown there.
+	b := append(make([]byte, 8), byte(usher.Admitted), flagAdmittedAt|flagCell)
+	b = binary.AppendUvarint(b, uint64(minTime+5000))
+	b = binary.AppendVarint(b, 1000) // admitted 1 s after arrival
+	b = binary.AppendVarint(b, 300)  // cell 300 s after arrival's second
+	b = binary.AppendVarint(b, 0)
+	tk, err := decodePayload(b, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Unix(minSec+5+300, 0); !tk.Until.Equal(want) {
+		t.Errorf("Until = %v, want the cell %v", tk.Until, want)
+	}
+	v2 := append(make([]byte, 8), byte(usher.Waiting))
+	v2 = binary.AppendUvarint(v2, flagBack)
+	v2 = binary.AppendUvarint(v2, uint64(minTime+5000))
+	v2 = binary.AppendVarint(v2, 0)
+	if _, err := decodePayload(v2, 1); err == nil {
+		t.Error("version 1 accepted a version 2 flag")
+	}
+	if tk, err := decodePayload(v2, 2); err != nil || !tk.Back {
+		t.Errorf("version 2: %+v, %v", tk, err)
+	}
+}
+
 func TestDecodePayload(t *testing.T) {
 	in := fullTicket()
 	full := appendPayload(nil, &in)
@@ -41,7 +97,7 @@ func TestDecodePayload(t *testing.T) {
 	}{
 		{"full", full, true},
 		{"minimal", jitter(build(1, 0, arrived), 0), true},
-		{"all flags", jitter(build(2, flagsKnown, arrived, -1000, 0, 1, 0, 30, 2000), 5), true},
+		{"all version 1 flags", jitter(build(2, flagsKnownV1, arrived, -1000, 0, 1, 0, 30, 2000), 5), true},
 		{"empty", nil, false},
 		{"fixed fields only", full[:10], false},
 		{"trailing byte", append(append([]byte(nil), full...), 0), false},
@@ -66,7 +122,7 @@ func TestDecodePayload(t *testing.T) {
 		{"jitter missing", build(1, 0, arrived), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := decodePayload(tc.payload)
+			got, err := decodePayload(tc.payload, formatVersion)
 			if tc.ok != (err == nil) {
 				t.Fatalf("decodePayload(%x) error = %v, want ok %v", tc.payload, err, tc.ok)
 			}
@@ -77,7 +133,7 @@ func TestDecodePayload(t *testing.T) {
 	}
 	t.Run("every shorter prefix", func(t *testing.T) {
 		for i := range len(full) {
-			if _, err := decodePayload(full[:i]); err == nil {
+			if _, err := decodePayload(full[:i], formatVersion); err == nil {
 				t.Errorf("decodePayload accepted the first %d of %d bytes", i, len(full))
 			}
 		}

@@ -35,10 +35,14 @@ func openAt(t *testing.T, path string, now time.Time) *Store {
 	return s
 }
 
+// visitor returns a visitor id from n.
+func visitor(n byte) [8]byte { return [8]byte{7: n} }
+
 func admitOne(t *testing.T, s *Store, now time.Time, activeExp int64) usher.AdmitResult {
 	t.Helper()
 	res, err := s.Admit(context.Background(), "r", usher.AdmitOp{
-		Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+		Now: now, Visitor: visitor(byte(now.Unix())), Counted: now, Keep: now.Unix() + 600,
+		TotalActiveUsers: 1, NewUsersPerMinute: 100,
 		Bucket: now.Unix(), WaitExp: now.Unix() + 5, ActiveExp: activeExp,
 	})
 	if err != nil {
@@ -62,26 +66,59 @@ func TestAdmissionIsDurableBeforeItReturns(t *testing.T) {
 	}
 }
 
-func TestLostMoveNeverUndercounts(t *testing.T) {
+// TestRenewalIsDurableBeforeItReturns: a renewed session is counted after
+// a crash right after the renewal, so its ticket never outlives its count.
+func TestRenewalIsDurableBeforeItReturns(t *testing.T) {
 	ctx := context.Background()
 	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
 	admitOne(t, a, t0, t0.Unix()+30)
-	// Activity moves the visitor to a later cell; the write is still
-	// pending when the process dies.
-	moved := usher.Cell{Exp: t0.Unix() + 35, At: t0.Add(5 * time.Second)}
-	if err := a.Touch(ctx, "r", moved.At, []usher.Move{{From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: moved.Exp}}); err != nil {
+	v := visitor(byte(t0.Unix()))
+	if _, err := a.Renew(ctx, "r", usher.RenewOp{Now: t0.Add(5 * time.Second), Visitor: v,
+		From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: t0.Unix() + 35, Counted: t0.Add(5 * time.Second), Keep: t0.Unix() + 600}); err != nil {
 		t.Fatal(err)
 	}
 	b := openAt(t, crashImage(t, a), t0.Add(6*time.Second))
-	// The visitor's ticket says it is in the later cell; it renews again.
-	if err := b.Touch(ctx, "r", t0.Add(10*time.Second), []usher.Move{{From: moved, To: t0.Unix() + 40}}); err != nil {
+	for sec := int64(6); sec < 35; sec++ {
+		st, _ := b.Stats(ctx, "r", t0.Add(time.Duration(sec)*time.Second))
+		if st.Active != 1 {
+			t.Fatalf("at +%ds active = %d while the renewed session runs, want 1", sec, st.Active)
+		}
+	}
+	// The record came back too: a copy of the ticket from before the
+	// renewal renews nothing.
+	res, err := b.Renew(ctx, "r", usher.RenewOp{Now: t0.Add(7 * time.Second), Visitor: v,
+		From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: t0.Unix() + 37, Counted: t0.Add(7 * time.Second), Keep: t0.Unix() + 600})
+	if err != nil || !res.Replay {
+		t.Fatalf("renewing a stale copy after the crash: %+v, %v; want a replay", res, err)
+	}
+}
+
+// TestAdmittedRecordSurvivesCrash: a copy of an admitted visitor's waiting
+// ticket is not admitted again after a crash.
+func TestAdmittedRecordSurvivesCrash(t *testing.T) {
+	ctx := context.Background()
+	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
+	v := visitor(9)
+	w := usher.AdmitOp{Now: t0, Visitor: v, Counted: t0, Keep: t0.Unix() + 600, TotalActiveUsers: 5, NewUsersPerMinute: 100,
+		Bucket: t0.Unix(), WaitExp: t0.Unix() + 20, ActiveExp: t0.Unix() + 300, NoAdmit: true}
+	if _, err := a.Admit(ctx, "r", w); err != nil {
 		t.Fatal(err)
 	}
-	for sec := int64(10); sec < 40; sec++ {
-		st, _ := b.Stats(ctx, "r", t0.Add(time.Duration(sec)*time.Second))
-		if st.Active < 1 {
-			t.Fatalf("at +%ds active = %d while the visitor's session runs", sec, st.Active)
-		}
+	in := w
+	in.Now, in.Counted, in.NoAdmit = t0.Add(2*time.Second), t0.Add(2*time.Second), false
+	in.From = usher.Cell{Exp: w.WaitExp, At: t0}
+	if res, err := a.Admit(ctx, "r", in); err != nil || !res.Admitted {
+		t.Fatalf("check-in: %+v, %v", res, err)
+	}
+	b := openAt(t, crashImage(t, a), t0.Add(3*time.Second))
+	again := in
+	again.Now, again.Counted = t0.Add(4*time.Second), t0.Add(4*time.Second)
+	res, err := b.Admit(ctx, "r", again)
+	if err != nil || !res.Replay || !res.Admitted {
+		t.Fatalf("the same waiting ticket after a crash: %+v, %v; want a replay of an admitted visitor", res, err)
+	}
+	if st, _ := b.Stats(ctx, "r", t0.Add(5*time.Second)); st.Active != 1 || st.AdmittedLastMinute != 1 {
+		t.Fatalf("after the replay: %+v, want one admission", st)
 	}
 }
 
@@ -100,7 +137,8 @@ func TestCleanCloseTrustsEveryCell(t *testing.T) {
 	if len(b.lossy) != 0 {
 		t.Fatalf("lossy spans after a clean close: %v", b.lossy)
 	}
-	if err := b.Touch(ctx, "r", t0.Add(10*time.Second), []usher.Move{{From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: t0.Unix() + 40}}); err != nil {
+	if _, err := b.Renew(ctx, "r", usher.RenewOp{Now: t0.Add(10 * time.Second), Visitor: visitor(byte(t0.Unix())),
+		From: usher.Cell{Exp: t0.Unix() + 30, At: t0}, To: t0.Unix() + 40, Counted: t0.Add(10 * time.Second), Keep: t0.Unix() + 600}); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := b.Stats(ctx, "r", t0.Add(11*time.Second)); st.Active != 1 {
@@ -118,21 +156,23 @@ func TestWaitersKeepTheirCountAcrossRestart(t *testing.T) {
 	admitOne(t, a, t0, t0.Unix()+300)
 	for i := 1; i <= 3; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
-		if _, err := a.Admit(ctx, "r", usher.AdmitOp{Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+		if _, err := a.Admit(ctx, "r", usher.AdmitOp{Now: now, Visitor: visitor(byte(10 + i)), Counted: now, Keep: now.Unix() + 600,
+			TotalActiveUsers: 1, NewUsersPerMinute: 100,
 			Bucket: now.Unix(), WaitExp: now.Unix() + 60, ActiveExp: now.Unix() + 300}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Time passes and the check-ins are flushed; then the process dies.
-	if err := a.Touch(ctx, "r", t0.Add(4500*time.Millisecond), nil); err != nil {
-		t.Fatal(err)
-	}
+	a.mu.Lock()
+	a.noteOp(t0.Add(4500 * time.Millisecond))
+	a.mu.Unlock()
 	if err := a.flush(false); err != nil {
 		t.Fatal(err)
 	}
 	b := openAt(t, crashImage(t, a), t0.Add(5*time.Second))
 	now := t0.Add(6 * time.Second)
-	res, err := b.Admit(ctx, "r", usher.AdmitOp{Now: now, TotalActiveUsers: 1, NewUsersPerMinute: 100,
+	res, err := b.Admit(ctx, "r", usher.AdmitOp{Now: now, Visitor: visitor(13), Counted: now, Keep: now.Unix() + 600,
+		TotalActiveUsers: 1, NewUsersPerMinute: 100,
 		Bucket: t0.Unix() + 3, From: usher.Cell{Exp: t0.Unix() + 63, At: t0.Add(3 * time.Second)},
 		WaitExp: now.Unix() + 60, ActiveExp: now.Unix() + 300})
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 // The file's layout: bucket "meta" holds the run state, the flush
 // watermark, the lossy spans and the key ring; bucket "rooms" holds one
 // bucket per room whose keys are kind(1) expiry(8) bucket(8), big-endian,
-// and whose values are the counts (8 bytes, two's complement).
+// and whose values are the counts (8 bytes, two's complement); an admitted
+// visitor's record has kind 'v', the visitor id in place of expiry and
+// bucket, and counted-at (ms), cell and keep as its 24-byte value.
 var (
 	bucketMeta  = []byte("meta")
 	bucketRooms = []byte("rooms")
@@ -47,6 +49,26 @@ func decodeCellKey(b []byte) (cellKey, error) {
 		kind:   b[0],
 		exp:    int64(binary.BigEndian.Uint64(b[1:])),
 		bucket: int64(binary.BigEndian.Uint64(b[9:])),
+	}, nil
+}
+
+func encodeRecord(rc record) []byte {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint64(b, uint64(rc.at))
+	binary.BigEndian.PutUint64(b[8:], uint64(rc.cell))
+	binary.BigEndian.PutUint64(b[16:], uint64(rc.keep))
+	return b
+}
+
+func decodeRecord(b []byte) (record, error) {
+	if len(b) != 24 {
+		return record{}, fmt.Errorf("visitor record of %d bytes", len(b))
+	}
+	return record{
+		at:       int64(binary.BigEndian.Uint64(b)),
+		cell:     int64(binary.BigEndian.Uint64(b[8:])),
+		keep:     int64(binary.BigEndian.Uint64(b[16:])),
+		admitted: true,
 	}, nil
 }
 
@@ -137,6 +159,14 @@ func (s *Store) load() error {
 				if err != nil {
 					return err
 				}
+				if ck.kind == kindRecord {
+					rc, err := decodeRecord(v)
+					if err != nil {
+						return err
+					}
+					r.remember(visitorOf(ck), rc, now.Unix())
+					return nil
+				}
 				if len(v) != 8 {
 					return errors.New("cell value is not 8 bytes")
 				}
@@ -198,6 +228,7 @@ type write struct {
 	room string
 	key  cellKey
 	val  int64
+	rec  *record // kindRecord: the record, nil to delete it
 }
 
 func (s *Store) flushLocked(final bool) error {
@@ -205,7 +236,15 @@ func (s *Store) flushLocked(final bool) error {
 	var writes []write
 	for id, r := range s.rooms {
 		for k := range r.dirty {
-			writes = append(writes, write{id, k, r.value(k)})
+			w := write{room: id, key: k}
+			if k.kind == kindRecord {
+				if rc, ok := r.records[visitorOf(k)]; ok && rc.admitted {
+					w.rec = &rc
+				}
+			} else {
+				w.val = r.value(k)
+			}
+			writes = append(writes, w)
 		}
 		clear(r.dirty)
 	}
@@ -222,6 +261,18 @@ func (s *Store) flushLocked(final bool) error {
 				return err
 			}
 			k := encodeCellKey(w.key)
+			if w.key.kind == kindRecord {
+				if w.rec == nil {
+					if err := rb.Delete(k); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := rb.Put(k, encodeRecord(*w.rec)); err != nil {
+					return err
+				}
+				continue
+			}
 			if w.val == 0 {
 				if err := rb.Delete(k); err != nil {
 					return err

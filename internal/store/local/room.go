@@ -1,7 +1,10 @@
 package local
 
 import (
+	"time"
+
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/limit"
 )
 
 // rateWindow is the number of one-second admission buckets summed for the
@@ -9,9 +12,9 @@ import (
 // (now-60s, now] reach the limit, and those fall in 61 whole seconds.
 const rateWindow = 61
 
-// cellKey names one counter for persistence.
+// cellKey names one counter, or one visitor's record, for persistence.
 type cellKey struct {
-	kind   byte // kindWaiting, kindActive or kindAdmitted
+	kind   byte // kindWaiting, kindActive, kindAdmitted or kindRecord
 	exp    int64
 	bucket int64
 }
@@ -20,22 +23,49 @@ const (
 	kindWaiting  byte = 'w'
 	kindActive   byte = 'a'
 	kindAdmitted byte = 'r'
+	// kindRecord keys an admitted visitor's record: exp and bucket hold
+	// the visitor id (Record below).
+	kindRecord byte = 'v'
 )
 
-// room is one room's counters. It is not safe for concurrent use; Store
-// serialises access.
+// record is what the store remembers of one visitor: the ticket it counted
+// last (its counted-at time in ms), the cell it counted it in, and until
+// when to remember it.
+type record struct {
+	at       int64 // ms
+	cell     int64 // expiry second; 0: none
+	keep     int64 // unix second
+	admitted bool
+}
+
+func (rc record) public() usher.Record {
+	return usher.Record{At: time.UnixMilli(rc.at).UTC(), Cell: rc.cell, Admitted: rc.admitted}
+}
+
+// room is one room's counters and records. It is not safe for concurrent
+// use; Store serialises access.
 type room struct {
 	waiting  map[int64]map[int64]int64 // expiry second -> bucket -> count
-	live     fenwick                   // bucket -> live waiting count
+	live     counts                    // bucket -> live waiting count
 	active   map[int64]int64           // expiry second -> count
 	activeN  int64                     // sum of active
 	admitted map[int64]int64           // second -> admissions
 	admN     int64                     // sum of admitted
 	expired  int64                     // every cell with expiry <= this is gone
 
+	records map[[8]byte]record
+	// wheel files each record once, under the keep second it had when
+	// filed; a record found there with a later keep is filed again.
+	wheel map[int64][][8]byte
+
+	sketch *limit.Sketch // per-client limits; nil until one is asked
+
 	// dirty collects the keys changed since the last flush; nil when the
 	// store does not persist.
 	dirty map[cellKey]struct{}
+	// clamped counts decrements refused because the cell held nothing (a
+	// count lost in a crash): they would have made a count negative.
+	clamped int64
 }
 
 func newRoom(persist bool) *room {
@@ -43,6 +73,8 @@ func newRoom(persist bool) *room {
 		waiting:  map[int64]map[int64]int64{},
 		active:   map[int64]int64{},
 		admitted: map[int64]int64{},
+		records:  map[[8]byte]record{},
+		wheel:    map[int64][][8]byte{},
 	}
 	if persist {
 		r.dirty = map[cellKey]struct{}{}
@@ -56,8 +88,32 @@ func (r *room) mark(k cellKey) {
 	}
 }
 
-// expire drops every cell whose expiry second is at or before now, and
-// admissions that left the rate window.
+// visitorKey is the persistence key of a visitor's record.
+func visitorKey(v [8]byte) cellKey {
+	k := cellKey{kind: kindRecord}
+	for _, b := range v[:4] {
+		k.exp = k.exp<<8 | int64(b)
+	}
+	for _, b := range v[4:] {
+		k.bucket = k.bucket<<8 | int64(b)
+	}
+	return k
+}
+
+// visitorOf is visitorKey's inverse.
+func visitorOf(k cellKey) [8]byte {
+	var v [8]byte
+	for i := 3; i >= 0; i-- {
+		v[i] = byte(k.exp >> (8 * (3 - i)))
+	}
+	for i := 7; i >= 4; i-- {
+		v[i] = byte(k.bucket >> (8 * (7 - i)))
+	}
+	return v
+}
+
+// expire drops every cell whose expiry second is at or before now,
+// admissions that left the rate window, and records no longer needed.
 func (r *room) expire(now int64) {
 	if now <= r.expired {
 		return
@@ -89,14 +145,79 @@ func (r *room) expire(now int64) {
 		delete(r.admitted, sec)
 		r.mark(cellKey{kind: kindAdmitted, exp: sec})
 	}
+	r.expireRecords(now)
 	r.expired = now
-	if r.live.total == 0 && len(r.waiting) == 0 {
-		r.live = fenwick{} // nobody waits: drop the history
+}
+
+// expireRecords forgets the records whose keep has come, walking the
+// wheel's seconds since the last expiry (or its slots, after a long gap).
+func (r *room) expireRecords(now int64) {
+	due := func(sec int64) {
+		for _, v := range r.wheel[sec] {
+			rc, ok := r.records[v]
+			switch {
+			case !ok:
+			case rc.keep <= now:
+				delete(r.records, v)
+				if rc.admitted {
+					r.mark(visitorKey(v))
+				}
+			default:
+				r.wheel[rc.keep] = append(r.wheel[rc.keep], v)
+			}
+		}
+		delete(r.wheel, sec)
+	}
+	if now-r.expired <= int64(len(r.wheel))+16 && r.expired > 0 {
+		for sec := r.expired + 1; sec <= now; sec++ {
+			if _, ok := r.wheel[sec]; ok {
+				due(sec)
+			}
+		}
+		return
+	}
+	for sec := range r.wheel {
+		if sec <= now {
+			due(sec)
+		}
+	}
+}
+
+// remember records what the store counted last for visitor v.
+func (r *room) remember(v [8]byte, rc record, now int64) {
+	old, had := r.records[v]
+	if had {
+		rc.keep = max(rc.keep, old.keep)
+	}
+	if rc.keep <= now {
+		if had {
+			delete(r.records, v)
+			if old.admitted {
+				r.mark(visitorKey(v))
+			}
+		}
+		return
+	}
+	r.records[v] = rc
+	if !had {
+		r.wheel[rc.keep] = append(r.wheel[rc.keep], v)
+	}
+	if rc.admitted || old.admitted {
+		// Admitted records are kept on disk: a crash must not let a copy of
+		// an admitted visitor's waiting ticket in a second time.
+		r.mark(visitorKey(v))
 	}
 }
 
 func (r *room) addWaiting(exp, bucket, d int64) {
 	bs := r.waiting[exp]
+	if d < 0 && bs[bucket] < -d {
+		r.clamped++
+		d = -bs[bucket]
+		if d == 0 {
+			return
+		}
+	}
 	if bs == nil {
 		bs = map[int64]int64{}
 		r.waiting[exp] = bs
@@ -113,6 +234,13 @@ func (r *room) addWaiting(exp, bucket, d int64) {
 }
 
 func (r *room) addActive(exp, d int64) {
+	if d < 0 && r.active[exp] < -d {
+		r.clamped++
+		d = -r.active[exp]
+		if d == 0 {
+			return
+		}
+	}
 	r.active[exp] += d
 	if r.active[exp] == 0 {
 		delete(r.active, exp)
@@ -139,48 +267,126 @@ func (r *room) stats(total, perMinute int) usher.RoomStats {
 }
 
 // admit applies one admission decision; trusted reports whether the
-// visitor's From cell may be decremented (see Store.trusted).
+// visitor's From cell may be decremented when the store has no record of
+// the visitor (see Store.trusted).
 func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	now := op.Now.Unix()
 	r.expire(now)
-	if trusted && op.From.Exp > now {
+	from := atMilli(op.From.At)
+	rc, known := r.records[op.Visitor]
+	if known && (from < rc.at || rc.admitted) {
+		// A ticket older than the one counted last, or any waiting ticket
+		// of a visitor the store admitted: a replay.
+		return usher.AdmitResult{
+			Replay:    true,
+			Admitted:  rc.admitted,
+			Record:    rc.public(),
+			Ahead:     max(r.live.before(op.Bucket), 0),
+			RoomStats: r.stats(op.TotalActiveUsers, op.NewUsersPerMinute),
+		}
+	}
+	switch {
+	case known:
+		// The store's record says where the visitor is counted.
+		if rc.cell > now {
+			r.addWaiting(rc.cell, op.Bucket, -1)
+		}
+	case trusted && op.From.Exp > now:
 		r.addWaiting(op.From.Exp, op.Bucket, -1)
 	}
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0)}
 	st := r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
+	newcomer := op.From.At.IsZero() && !known
+	if newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0 {
+		if r.sketch == nil {
+			r.sketch = limit.NewSketch()
+		}
+		secs := float64(op.Now.UnixNano()) / 1e9
+		res.OverClient = !r.sketch.Take(op.Client.Key, secs, op.Client.PerMinute)
+	}
 	switch {
+	case res.OverClient:
 	case op.Force:
 		res.Admitted = true
 	case op.NoAdmit || st.Slots <= 0:
+	case op.Joining:
+		res.Admitted = st.Waiting == 0
 	case op.Random:
 		res.Admitted = op.Draw*float64(st.Waiting+1) < float64(st.Slots)
 	default:
 		res.Admitted = res.Ahead < st.Slots
 	}
+	counted := atMilli(op.Counted)
 	switch {
+	case res.OverClient && op.Client.Refuse:
+		// No ticket: nothing counted, nothing remembered.
 	case res.Admitted:
+		cell := int64(0)
 		if op.ActiveExp > now {
 			r.addActive(op.ActiveExp, 1)
+			cell = op.ActiveExp
 		}
 		r.addAdmitted(now, 1)
-	case op.WaitExp > now:
-		r.addWaiting(op.WaitExp, op.Bucket, 1)
+		r.remember(op.Visitor, record{at: counted, cell: cell, keep: max(op.Keep, cell), admitted: true}, now)
+	default:
+		cell, bucket := int64(0), op.Bucket
+		if res.OverClient {
+			bucket = op.Client.Back
+		}
+		if op.WaitExp > now {
+			r.addWaiting(op.WaitExp, bucket, 1)
+			cell = op.WaitExp
+		}
+		if !newcomer {
+			// A visitor is remembered from its first check-in: a visitor
+			// that never comes back costs no record.
+			r.remember(op.Visitor, record{at: counted, cell: cell, keep: op.Keep}, now)
+		}
+	}
+	if rc, ok := r.records[op.Visitor]; ok {
+		res.Record = rc.public()
+	}
+	if res.OverClient && !op.Client.Refuse {
+		res.Ahead = max(r.live.before(op.Client.Back), 0)
 	}
 	res.RoomStats = r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
 	return res
 }
 
-// touch applies activity moves.
-func (r *room) touch(now int64, moves []usher.Move, trusted func(usher.Cell) bool) {
+// renew applies one session renewal; trusted is as for admit.
+func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
+	now := op.Now.Unix()
 	r.expire(now)
-	for _, m := range moves {
-		if m.From.Exp > now && trusted(m.From) {
-			r.addActive(m.From.Exp, -1)
-		}
-		if m.To > now {
-			r.addActive(m.To, 1)
-		}
+	from := atMilli(op.From.At)
+	rc, known := r.records[op.Visitor]
+	if known && from < rc.at {
+		return usher.RenewResult{Replay: true, Record: rc.public()}
 	}
+	switch {
+	case known && rc.admitted:
+		if rc.cell > now {
+			r.addActive(rc.cell, -1)
+		}
+	case known:
+		// Counted as a waiter last (a record older than the admission,
+		// restored after a crash): its waiting cell expires by itself.
+	case trusted && op.From.Exp > now:
+		r.addActive(op.From.Exp, -1)
+	}
+	cell := int64(0)
+	if op.To > now {
+		r.addActive(op.To, 1)
+		cell = op.To
+	}
+	next := record{at: atMilli(op.Counted), cell: cell, keep: max(op.Keep, cell), admitted: true}
+	r.remember(op.Visitor, next, now)
+	return usher.RenewResult{Record: next.public()}
+}
+
+// peek returns the live waiters ahead of bucket and the counters.
+func (r *room) peek(now, bucket int64) (int64, usher.RoomStats) {
+	r.expire(now)
+	return max(r.live.before(bucket), 0), r.stats(0, 0)
 }
 
 // value returns the current count under k, for persistence.
@@ -206,4 +412,12 @@ func (r *room) load(k cellKey, v int64) {
 	case kindAdmitted:
 		r.addAdmitted(k.exp, v)
 	}
+}
+
+// atMilli returns t in unix ms, 0 for the zero time.
+func atMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

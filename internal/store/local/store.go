@@ -2,15 +2,16 @@
 // durable in one local bbolt file so that a crash loses nothing that could
 // let a room exceed its limits.
 //
-// Recovery rule. Admissions are written and synced before Admit returns, so
-// no admitted ticket exists whose admission the file lacks. Other changes
-// (waiting check-ins, activity moves) are written behind, at most
-// FlushInterval late. After a crash, the span from the last flush to the
-// restart is recorded as lossy: a visitor whose last count falls in that
-// span is counted again in its new cell without being taken out of the old
-// one, which can only over-count until the old cell expires. Counts are
-// therefore never below the tickets that are still valid, and the limits
-// hold across kill -9.
+// Recovery rule. Admissions and session renewals are written and synced
+// before Admit or Renew returns, with the admitted visitor's record, so no
+// session exists whose count (or admission) the file lacks. Waiting
+// check-ins are written behind, at most FlushInterval late, and waiters'
+// records are kept in memory only. After a crash, the span from the last
+// flush to the restart is recorded as lossy: a waiter whose last count falls
+// in that span, and of whom the store has no record, is counted again in its
+// new cell without being taken out of the old one, which can only
+// over-count until the old cell expires. Counts are therefore never below
+// the tickets that are still valid, and the limits hold across kill -9.
 package local
 
 import (
@@ -132,7 +133,7 @@ func (s *Store) Admit(_ context.Context, roomID string, op usher.AdmitOp) (usher
 	s.noteOp(op.Now)
 	seq := s.seq
 	s.mu.Unlock()
-	if res.Admitted && s.db != nil {
+	if res.Admitted && !res.Replay && s.db != nil {
 		// An admission is durable before its ticket leaves.
 		if err := s.sync(seq); err != nil {
 			return usher.AdmitResult{}, err
@@ -141,13 +142,55 @@ func (s *Store) Admit(_ context.Context, roomID string, op usher.AdmitOp) (usher
 	return res, nil
 }
 
-// Touch implements usher.Store.
-func (s *Store) Touch(_ context.Context, roomID string, now time.Time, moves []usher.Move) error {
+// Renew implements usher.Store. A renewal is durable before it returns:
+// the renewed ticket's session must be counted after a crash.
+func (s *Store) Renew(_ context.Context, roomID string, op usher.RenewOp) (usher.RenewResult, error) {
+	s.mu.Lock()
+	r := s.roomLocked(roomID)
+	res := r.renew(&op, s.trusted(op.From))
+	s.noteOp(op.Now)
+	seq := s.seq
+	s.mu.Unlock()
+	if !res.Replay && s.db != nil {
+		if err := s.sync(seq); err != nil {
+			return usher.RenewResult{}, err
+		}
+	}
+	return res, nil
+}
+
+// Peek implements usher.Store.
+func (s *Store) Peek(_ context.Context, roomID string, now time.Time, bucket int64) (int64, usher.RoomStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.roomLocked(roomID).touch(now.Unix(), moves, s.trusted)
-	s.noteOp(now)
-	return nil
+	r := s.rooms[roomID]
+	if r == nil {
+		return 0, usher.RoomStats{}, nil
+	}
+	ahead, st := r.peek(now.Unix(), bucket)
+	return ahead, st, nil
+}
+
+// Clamped returns the number of decrements refused in a room because the
+// cell held nothing (counts lost in a crash); a test hook and a diagnostic.
+func (s *Store) Clamped(roomID string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rooms[roomID]; r != nil {
+		return r.clamped
+	}
+	return 0
+}
+
+// Records returns the number of visitors a room remembers (a test hook:
+// memory follows live visitors).
+func (s *Store) Records(roomID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rooms[roomID]; r != nil {
+		return len(r.records)
+	}
+	return 0
 }
 
 // Stats implements usher.Store.

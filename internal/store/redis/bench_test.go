@@ -43,32 +43,30 @@ func BenchmarkAdmitParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkTouch measures one Touch of 1,000 renewals spread over the 60
-// seconds of active cells they leave and enter.
-func BenchmarkTouch(b *testing.B) {
+// BenchmarkRenewParallel measures one session renewal with 32 callers per
+// CPU, each renewal a visitor's record read and written and its count
+// moved.
+func BenchmarkRenewParallel(b *testing.B) {
 	srv := redistest.StartServer(b)
 	s := mustOpen(b, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(b)})
 	ctx := context.Background()
 	start := time.Now()
-	// The room exists before the moves' counted-at times (else they would
-	// be from lost counters).
 	mustAdmit(b, s, "bench", op(start.Add(-2*time.Minute), 1<<30, 1<<30, 10*time.Minute))
-	const batch = 1000
-	moves := make([]usher.Move, batch)
+	var n atomic.Uint64
 	b.ReportAllocs()
+	b.SetParallelism(32)
 	b.ResetTimer()
-	for i := range b.N {
-		now := start.Add(time.Duration(i) * time.Second)
-		for j := range moves {
-			at := now.Add(-time.Duration(j%60) * time.Second)
-			moves[j] = usher.Move{
-				From: usher.Cell{Exp: at.Unix() + 600, At: at},
-				To:   now.Unix() + 600 + int64(j%2),
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			now := start.Add(time.Duration(i) * time.Millisecond)
+			var v [8]byte
+			v[0], v[1], v[2] = byte(i), byte(i>>8), byte(i>>16)
+			r := usher.RenewOp{Now: now, Visitor: v, From: usher.Cell{Exp: now.Unix() + 300, At: now.Add(-time.Minute)},
+				To: now.Unix() + 310, Counted: now, Keep: now.Unix() + 600}
+			if _, err := s.Renew(ctx, "bench", r); err != nil {
+				b.Fatal(err)
 			}
 		}
-		if err := s.Touch(ctx, "bench", now, moves); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/move")
+	})
 }

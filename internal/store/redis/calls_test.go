@@ -11,8 +11,7 @@ import (
 )
 
 // TestCalls: Calls counts the commands sent: the PING of Open, one per
-// call, two for a script the server has not cached, none for an empty
-// Touch.
+// call, two for a script the server has not cached.
 func TestCalls(t *testing.T) {
 	srv := redistest.StartServer(t)
 	srv.Do("SCRIPT", "FLUSH")
@@ -32,10 +31,6 @@ func TestCalls(t *testing.T) {
 	check("the first Admit (EVALSHA, NOSCRIPT, EVAL)", 2)
 	mustAdmit(t, s, "r", op(t0.Add(time.Second), 10, 100, time.Minute))
 	check("a second Admit", 1)
-	if err := s.Touch(ctx, "r", t0, nil); err != nil {
-		t.Fatal(err)
-	}
-	check("an empty Touch", 0)
 	if _, err := s.LoadKeys(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -41,9 +41,11 @@ func TestSameAsLocal(t *testing.T) {
 }
 
 type visitor struct {
+	id       [8]byte
 	bucket   int64
 	admitted bool
-	cell     usher.Cell
+	cell     usher.Cell   // the latest ticket: its cell and counted-at
+	old      []usher.Cell // earlier tickets, for replays
 	gone     bool
 }
 
@@ -54,7 +56,14 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 	session := time.Duration(20+rng.IntN(40)) * time.Second
 	now := storetest.T0
 	var vs []*visitor
-	var moves []usher.Move
+	var next uint64
+	counted := func(v *visitor) time.Time {
+		c := now.Truncate(time.Millisecond)
+		if !c.After(v.cell.At) && !v.cell.At.IsZero() {
+			c = v.cell.At.Add(time.Millisecond)
+		}
+		return c
+	}
 	for step := range 3000 {
 		switch r := rng.IntN(1000); {
 		case r < 3:
@@ -71,6 +80,7 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 			Force:           rng.IntN(80) == 0,
 			Random:          random,
 			Draw:            rng.Float64(),
+			Keep:            now.Unix() + 600,
 		}
 		var v *visitor
 		if len(vs) > 0 && rng.IntN(3) > 0 {
@@ -78,13 +88,21 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 		}
 		switch {
 		case v == nil || v.gone && rng.IntN(2) == 0:
+			next++
 			v = &visitor{bucket: now.Unix()}
+			for i := range v.id {
+				v.id[i] = byte(next >> (8 * (7 - i)))
+			}
 			switch rng.IntN(80) {
 			case 0, 1:
 				v.bucket -= int64(rng.IntN(3000)) // an old place in line
 			case 2:
 				v.bucket += int64(rng.IntN(600_000) - 300_000) // a pre-queue place, far away
 			}
+			if rng.IntN(4) == 0 {
+				o.Client = usher.ClientOp{Key: uint64(1 + rng.IntN(3)), PerMinute: 2 + rng.IntN(3), Refuse: rng.IntN(2) == 0, Back: now.Unix() + 86400}
+			}
+			o.Joining = random && rng.IntN(2) == 0
 			vs = append(vs, v)
 		case v.gone:
 			continue
@@ -96,33 +114,63 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 				v.gone = true
 				continue
 			}
-			to := usher.CeilSecond(now.Add(session)).Unix()
-			moves = append(moves, usher.Move{From: v.cell, To: to})
-			v.cell = usher.Cell{Exp: to, At: now}
-			if rng.IntN(4) == 0 {
-				for _, s := range []usher.Store{ref, rs} {
-					if err := s.Touch(ctx, room, now, moves); err != nil {
-						t.Fatal(err)
-					}
+			r := usher.RenewOp{Now: now, Visitor: v.id, From: v.cell, Counted: counted(v), Keep: now.Unix() + 600}
+			if rng.IntN(5) > 0 {
+				r.To = usher.CeilSecond(now.Add(session)).Unix()
+			}
+			if len(v.old) > 0 && rng.IntN(4) == 0 {
+				r.From = v.old[rng.IntN(len(v.old))] // a stale copy
+			}
+			want, err := ref.Renew(ctx, room, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := rs.Renew(ctx, room, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("step %d: Renew redis %+v, local %+v (op %+v)", step, got, want, r)
+			}
+			if !got.Replay {
+				v.old = append(v.old, v.cell)
+				v.cell = usher.Cell{Exp: r.To, At: r.Counted}
+				if r.To == 0 {
+					v.gone = true
 				}
-				moves = moves[:0]
+			}
+			if rng.IntN(4) == 0 {
 				want, _ := ref.Stats(ctx, room, now)
 				got, _ := rs.Stats(ctx, room, now)
 				if got != want {
-					t.Fatalf("step %d: after Touch, Stats redis %+v, local %+v", step, got, want)
+					t.Fatalf("step %d: after Renew, Stats redis %+v, local %+v", step, got, want)
 				}
 			}
 			continue
 		}
+		o.Visitor = v.id
 		o.Bucket = v.bucket
 		o.From = v.cell
+		if len(v.old) > 0 && rng.IntN(5) == 0 {
+			o.From = v.old[rng.IntN(len(v.old))] // a replayed copy
+		}
+		o.Counted = counted(v)
 		want := mustAdmit(t, ref, room, o)
 		got := mustAdmit(t, rs, room, o)
 		if got != want {
 			t.Fatalf("step %d at +%v: redis %+v, local %+v (op %+v)", step, now.Sub(storetest.T0), got, want, o)
 		}
+		if got.Replay || (got.OverClient && o.Client.Refuse) {
+			continue
+		}
+		if got.OverClient {
+			v.bucket = o.Client.Back
+		}
+		if !v.cell.At.IsZero() {
+			v.old = append(v.old, v.cell)
+		}
 		v.admitted = got.Admitted
-		v.cell = usher.Cell{Exp: o.WaitExp, At: now}
+		v.cell = usher.Cell{Exp: o.WaitExp, At: o.Counted}
 		if got.Admitted {
 			v.cell.Exp = o.ActiveExp
 		}
@@ -133,6 +181,11 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 			got, err := rs.Stats(ctx, room, now)
 			if err != nil || got != want {
 				t.Fatalf("step %d: Stats redis %+v, %v; local %+v", step, got, err, want)
+			}
+			wa, wst, _ := ref.Peek(ctx, room, now, v.bucket)
+			ga, gst, err := rs.Peek(ctx, room, now, v.bucket)
+			if err != nil || ga != wa || gst != wst {
+				t.Fatalf("step %d: Peek redis %d %+v, %v; local %d %+v", step, ga, gst, err, wa, wst)
 			}
 		}
 	}

@@ -9,10 +9,18 @@ import (
 )
 
 // roomKeys returns the keys of a room, in the order the scripts take them
-// (see scripts/common.lua). They share the hash tag {<prefix>:<room>}.
-func roomKeys(prefix, room string) []string {
+// (see scripts/common.lua), and the prefix of its visitors' record keys.
+// They share the hash tag {<prefix>:<room>}.
+func roomKeys(prefix, room string) (keys []string, visitorPrefix string) {
 	tag := "{" + prefix + ":" + room + "}:"
-	return []string{tag + "m", tag + "l", tag + "w", tag + "a", tag + "r"}
+	return []string{tag + "m", tag + "l", tag + "w", tag + "a", tag + "r", tag + "c0", tag + "c1"}, tag + "v:"
+}
+
+// visitorKey returns the key of a visitor's record in a room: the prefix
+// and the id's 8 bytes as they are (keys are binary-safe; hex would take
+// twice the room in every record).
+func visitorKey(visitorPrefix string, v [8]byte) string {
+	return visitorPrefix + string(v[:])
 }
 
 // ringKey is the key of the key ring.

@@ -14,6 +14,7 @@ import (
 // session is an admitted visitor as the test tracks it: the cell its
 // ticket names and when its session ends.
 type session struct {
+	id   [8]byte
 	cell usher.Cell
 	end  time.Time
 	renw bool // renews while it runs
@@ -43,6 +44,7 @@ func TestDataLossHoldsTheLimit(t *testing.T) {
 					t.Fatalf("visitor %d before the loss not admitted: %+v", i, res)
 				}
 				running = append(running, &session{
+					id:   o.Visitor,
 					cell: usher.Cell{Exp: o.ActiveExp, At: t0},
 					end:  t0.Add(sd), renw: i < 2,
 				})
@@ -57,17 +59,13 @@ func TestDataLossHoldsTheLimit(t *testing.T) {
 			var firstAdmit time.Time
 			for now := loss; now.Before(loss.Add(200 * time.Second)); now = now.Add(time.Second) {
 				// The renewing sessions are counted again every 10 s.
-				var moves []usher.Move
 				for _, r := range running {
 					if r.renw && r.end.After(now) && now.Sub(r.cell.At) >= 10*time.Second {
 						to := usher.CeilSecond(now.Add(sd)).Unix()
-						moves = append(moves, usher.Move{From: r.cell, To: to})
+						if _, err := s.Renew(ctx, "r", usher.RenewOp{Now: now, Visitor: r.id, From: r.cell, To: to, Counted: now, Keep: to}); err != nil {
+							t.Fatal(err)
+						}
 						r.cell, r.end = usher.Cell{Exp: to, At: now}, now.Add(sd)
-					}
-				}
-				if len(moves) > 0 {
-					if err := s.Touch(ctx, "r", now, moves); err != nil {
-						t.Fatal(err)
 					}
 				}
 				o := op(now, total, 100, sd)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // TestMemory puts 100,000 waiters of a flash crowd in a room (arrivals over
 // 2,000 seconds, most of them early; each counted in the cell of its last
 // check-in, every 30 s with its own jitter) and sums the room's keys'
-// MEMORY USAGE: it must stay under 8 MB.
+// MEMORY USAGE: it must stay under 8 MB. Each waiter has checked in, so
+// the room also keeps its record: those must stay under 128 bytes each.
 func TestMemory(t *testing.T) {
 	const (
 		visitors = 100_000
@@ -40,7 +42,10 @@ func TestMemory(t *testing.T) {
 			last := arrived.Add(end.Sub(arrived) / period * period)
 			grace := time.Second + refresh/4
 			ops <- usher.AdmitOp{
-				Now: last, TotalActiveUsers: 0, NewUsersPerMinute: 100,
+				Now: last, Visitor: newVisitor(), Counted: last, Keep: last.Unix() + 600,
+				// A check-in whose earlier count is gone: remembered, nothing to take out.
+				From:             usher.Cell{At: last.Add(-period)},
+				TotalActiveUsers: 0, NewUsersPerMinute: 100,
 				SessionDuration: 10 * time.Minute,
 				Bucket:          arrived.Unix(),
 				WaitExp:         usher.CeilSecond(last.Add(period + grace)).Unix(),
@@ -76,6 +81,25 @@ func TestMemory(t *testing.T) {
 		visitors, span, total, atoi(t, srv.Do("HLEN", "{usher:flash}:w")), atoi(t, srv.Do("HLEN", "{usher:flash}:l")))
 	if total >= limit {
 		t.Fatalf("%d bytes, want under %d", total, limit)
+	}
+	// The records: sample their sizes.
+	n := atoi(t, srv.Do("DBSIZE")) - 5
+	if n != visitors {
+		t.Fatalf("%d keys besides the room's, want a record per waiter (%d)", n, visitors)
+	}
+	var sample, bytes int64
+	for range 200 {
+		k := srv.Do("RANDOMKEY")
+		if !strings.Contains(k, "}:v:") {
+			continue
+		}
+		bytes += atoi(t, srv.Do("MEMORY", "USAGE", k, "SAMPLES", "0"))
+		sample++
+	}
+	per := bytes / sample
+	t.Logf("records: %d, about %d bytes each (%d MB)", n, per, n*per>>20)
+	if per > 128 {
+		t.Fatalf("a record takes %d bytes, want at most 128", per)
 	}
 }
 

@@ -21,18 +21,22 @@ func TestRoomKeysExpire(t *testing.T) {
 	s := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}})
 	ctx := context.Background()
 	t0 := storetest.T0
-	mustAdmit(t, s, "r", op(t0, 1, 100, time.Minute))
-	mustAdmit(t, s, "r", op(t0.Add(time.Second), 1, 100, time.Minute)) // waits
-	mv := usher.Move{From: usher.Cell{Exp: t0.Unix() + 60, At: t0}, To: t0.Unix() + 70}
-	if err := s.Touch(ctx, "r", t0.Add(10*time.Second), []usher.Move{mv}); err != nil {
+	in := op(t0, 1, 100, time.Minute)
+	mustAdmit(t, s, "r", in)
+	w := op(t0.Add(time.Second), 1, 100, time.Minute)
+	w.Client = usher.ClientOp{Key: 9, PerMinute: 5, Back: t0.Unix() + 86400}
+	mustAdmit(t, s, "r", w) // waits
+	r := usher.RenewOp{Now: t0.Add(10 * time.Second), Visitor: in.Visitor, From: usher.Cell{Exp: t0.Unix() + 60, At: t0},
+		To: t0.Unix() + 70, Counted: t0.Add(10 * time.Second), Keep: t0.Unix() + 600}
+	if _, err := s.Renew(ctx, "r", r); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SaveKeys(ctx, []usher.Key{{ID: "k", Secret: make([]byte, 32)}}); err != nil {
 		t.Fatal(err)
 	}
 	keys := strings.Fields(srv.Do("KEYS", "*"))
-	if len(keys) != 6 {
-		t.Fatalf("keys = %q, want the room's five and the ring", keys)
+	if len(keys) != 8 {
+		t.Fatalf("keys = %q, want the room's five, a client sketch, a visitor record and the ring", keys)
 	}
 	for _, k := range keys {
 		ttl, err := strconv.ParseInt(srv.Do("PTTL", k), 10, 64)
@@ -43,6 +47,15 @@ func TestRoomKeysExpire(t *testing.T) {
 		case k == "usher:keys":
 			if ttl != -1 {
 				t.Errorf("the key ring has a TTL (%d ms)", ttl)
+			}
+		case strings.Contains(k, "}:v:"):
+			// A visitor's record lives as long as its tickets can be shown.
+			if ttl <= 0 || ttl > 600_000 {
+				t.Errorf("%s: TTL %d ms, want up to the op's keep", k, ttl)
+			}
+		case strings.Contains(k, "}:c"):
+			if ttl <= 0 || ttl > 130_000 {
+				t.Errorf("%s: TTL %d ms, want about two minutes", k, ttl)
 			}
 		case ttl <= 0 || ttl > (24*time.Hour+time.Minute).Milliseconds():
 			t.Errorf("%s: TTL %d ms, want about a day", k, ttl)
@@ -64,7 +77,11 @@ func TestUnavailable(t *testing.T) {
 		fn   func() error
 	}{
 		{"Admit", func() error { _, err := s.Admit(ctx, "r", op(storetest.T0, 10, 100, time.Minute)); return err }},
-		{"Touch", func() error { return s.Touch(ctx, "r", storetest.T0, []usher.Move{{To: storetest.T0.Unix() + 9}}) }},
+		{"Renew", func() error {
+			_, err := s.Renew(ctx, "r", usher.RenewOp{Now: storetest.T0, To: storetest.T0.Unix() + 9})
+			return err
+		}},
+		{"Peek", func() error { _, _, err := s.Peek(ctx, "r", storetest.T0, 0); return err }},
 		{"Stats", func() error { _, err := s.Stats(ctx, "r", storetest.T0); return err }},
 		{"LoadKeys", func() error { _, err := s.LoadKeys(ctx); return err }},
 	} {
@@ -139,33 +156,36 @@ func TestServerErrorsAreNotUnavailable(t *testing.T) {
 	}
 }
 
-// TestTouchCountsOnlyWhatItMayTakeOut: moves of visitors counted before
-// the room's counters existed add without taking out; moves are counted
-// once per visitor however they are spread over cells.
-func TestTouchCountsOnlyWhatItMayTakeOut(t *testing.T) {
+// TestRenewTakesOutOnlyWhatItMay: renewals of visitors the room has no
+// record of, counted before its counters existed, add without taking out;
+// those it knows are moved once.
+func TestRenewTakesOutOnlyWhatItMay(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}})
 	ctx := context.Background()
 	t0 := storetest.T0
 	const n = 300
+	var ops []usher.AdmitOp
 	for i := range n {
 		o := op(t0.Add(time.Duration(i)*time.Millisecond), 1000, 1000, time.Minute)
 		o.ActiveExp = t0.Unix() + 60 + int64(i%7)
 		mustAdmit(t, s, "r", o)
+		ops = append(ops, o)
 	}
-	var moves []usher.Move
-	for i := range n {
-		at := t0.Add(time.Duration(i) * time.Millisecond)
-		moves = append(moves, usher.Move{From: usher.Cell{Exp: t0.Unix() + 60 + int64(i%7), At: at}, To: t0.Unix() + 90 + int64(i%3)})
+	now := t0.Add(30 * time.Second)
+	renew := func(v [8]byte, from usher.Cell, to int64) {
+		t.Helper()
+		if _, err := s.Renew(ctx, "r", usher.RenewOp{Now: now, Visitor: v, From: from, To: to, Counted: now, Keep: now.Unix() + 600}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, o := range ops {
+		renew(o.Visitor, usher.Cell{Exp: o.ActiveExp, At: o.Now}, t0.Unix()+90+int64(i%3))
 	}
 	// Ten visitors counted just before the room was born (within the
 	// clock skew, so no recovery): added, not taken out.
 	for range 10 {
-		moves = append(moves, usher.Move{From: usher.Cell{Exp: t0.Unix() + 61, At: t0.Add(-500 * time.Millisecond)}, To: t0.Unix() + 90})
-	}
-	now := t0.Add(30 * time.Second)
-	if err := s.Touch(ctx, "r", now, moves); err != nil {
-		t.Fatal(err)
+		renew(newVisitor(), usher.Cell{Exp: t0.Unix() + 61, At: t0.Add(-500 * time.Millisecond)}, t0.Unix()+90)
 	}
 	st, err := s.Stats(ctx, "r", now)
 	if err != nil {
@@ -174,8 +194,6 @@ func TestTouchCountsOnlyWhatItMayTakeOut(t *testing.T) {
 	if st.Active != n+10 {
 		t.Fatalf("active after the moves = %d, want %d", st.Active, n+10)
 	}
-	// At +67 s the old cells have expired: the visitors are counted in
-	// their new cells only.
 	if st, _ := s.Stats(ctx, "r", t0.Add(67*time.Second)); st.Active != n+10 {
 		t.Fatalf("active after the old cells expired = %d, want %d", st.Active, n+10)
 	}

@@ -15,21 +15,24 @@ var (
 	roomLua string
 	//go:embed scripts/admit.lua
 	admitLua string
-	//go:embed scripts/touch.lua
-	touchLua string
+	//go:embed scripts/renew.lua
+	renewLua string
+	//go:embed scripts/peek.lua
+	peekLua string
 	//go:embed scripts/stats.lua
 	statsLua string
 )
 
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
-	admit, touch, stats *valkey.Lua
+	admit, renew, peek, stats *valkey.Lua
 }
 
 func newScripts() scripts {
 	return scripts{
 		admit: valkey.NewLuaScript(commonLua + roomLua + admitLua),
-		touch: valkey.NewLuaScript(commonLua + roomLua + touchLua),
+		renew: valkey.NewLuaScript(commonLua + roomLua + renewLua),
+		peek:  valkey.NewLuaScript(commonLua + roomLua + peekLua),
 		stats: valkey.NewLuaScriptReadOnly(commonLua + statsLua),
 	}
 }

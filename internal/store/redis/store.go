@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/limit"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -68,10 +69,11 @@ type Store struct {
 // seen is what a Store remembers of a room: its keys, and what it takes to
 // notice lost counters.
 type seen struct {
-	keys []string
-	born int64 // the room's born (ms) as last seen
-	at   int64 // the latest op time (ms) that saw it
-	rec  int64 // the recovery last logged
+	keys     []string // the room's five keys, then the client sketch's two
+	visitors string   // the prefix of its visitors' record keys
+	born     int64    // the room's born (ms) as last seen
+	at       int64    // the latest op time (ms) that saw it
+	rec      int64    // the recovery last logged
 }
 
 // Open connects to the server (or cluster) and checks that it answers.
@@ -143,25 +145,38 @@ func (s *Store) Close() error {
 
 // Admit implements usher.Store with one script call.
 func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
-	keys, known := s.room(room, op.Now)
-	args := writeArgs(make([]string, 0, 17), op.Now, known, &s.opts)
+	rk, vp, known := s.room(room, op.Now)
+	keys := append(append(make([]string, 0, 8), rk[:5]...), visitorKey(vp, op.Visitor), rk[5], rk[6])
+	args := writeArgs(make([]string, 0, 28), op.Now, known, &s.opts)
 	args = append(args,
 		itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)),
 		itoa(op.WaitExp), itoa(op.ActiveExp),
 		itoa(int64(op.TotalActiveUsers)), itoa(int64(op.NewUsersPerMinute)),
 		itoa((op.SessionDuration + s.opts.RecoveryMargin).Milliseconds()),
 		flag(op.NoAdmit), flag(op.Force),
-		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64))
+		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64),
+		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep))
+	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
+		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back))
+		for _, cell := range limit.Cells(c.Key) {
+			args = append(args, strconv.FormatUint(uint64(cell), 10))
+		}
+	} else {
+		args = append(args, "0", "0", "0")
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [8]int64
+	var v [13]int64
 	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])
 	return usher.AdmitResult{
-		Admitted: v[0] == 1,
-		Ahead:    v[1],
+		Admitted:   v[0] == 1,
+		Ahead:      v[1],
+		Replay:     v[8] == 1,
+		Record:     record(v[9], v[10], v[11]),
+		OverClient: v[12] == 1,
 		RoomStats: usher.RoomStats{
 			Active:             v[2],
 			Waiting:            v[3],
@@ -171,23 +186,43 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	}, nil
 }
 
-// Touch implements usher.Store with one script call, the moves aggregated
-// by cell: its size grows with the distinct seconds of the moves, not with
-// their number. A batch with nothing to change makes no call.
-func (s *Store) Touch(ctx context.Context, room string, now time.Time, moves []usher.Move) error {
-	keys, known := s.room(room, now)
-	args, ok := touchArgs(writeArgs(nil, now, known, &s.opts), now, moves)
-	if !ok {
-		return nil
+// record makes a usher.Record of a script's answer (zero at: none).
+func record(at, cell, admitted int64) usher.Record {
+	if at == 0 {
+		return usher.Record{}
 	}
+	return usher.Record{At: time.UnixMilli(at).UTC(), Cell: cell, Admitted: admitted == 1}
+}
+
+// Renew implements usher.Store with one script call.
+func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
+	rk, vp, known := s.room(room, op.Now)
+	keys := append(append(make([]string, 0, 6), rk[:5]...), visitorKey(vp, op.Visitor))
+	args := writeArgs(make([]string, 0, 10), op.Now, known, &s.opts)
+	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [2]int64
-	if err := ints("touch", s.scripts.touch.Exec(ctx, s.client, keys, args), v[:]); err != nil {
-		return err
+	var v [6]int64
+	if err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+		return usher.RenewResult{}, err
 	}
-	s.remember(room, now, v[0], v[1])
-	return nil
+	s.remember(room, op.Now, v[0], v[1])
+	return usher.RenewResult{Replay: v[2] == 1, Record: record(v[3], v[4], v[5])}, nil
+}
+
+// Peek implements usher.Store with one script call; a room Redis does not
+// hold is not created.
+func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int64) (int64, usher.RoomStats, error) {
+	rk, _, known := s.room(room, now)
+	args := writeArgs(make([]string, 0, 6), now, known, &s.opts)
+	args = append(args, itoa(bucket))
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var v [4]int64
+	if err := ints("peek", s.scripts.peek.Exec(ctx, s.client, rk[:5], args), v[:]); err != nil {
+		return 0, usher.RoomStats{}, err
+	}
+	return v[0], usher.RoomStats{Active: v[1], Waiting: v[2], AdmittedLastMinute: v[3]}, nil
 }
 
 // Stats implements usher.Store with one read-only script call. Like the
@@ -196,8 +231,8 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var v [3]int64
-	keys, _ := s.room(room, now)
-	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, keys, []string{itoa(now.Unix())}), v[:]); err != nil {
+	rk, _, _ := s.room(room, now)
+	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
 	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
@@ -211,20 +246,21 @@ func writeArgs(args []string, now time.Time, known int64, o *Options) []string {
 		itoa(o.Horizon.Milliseconds()), itoa(o.ClockSkew.Milliseconds()))
 }
 
-// room returns the room's keys, and the born this Store saw last for it
-// (0 when it saw none within the horizon: the keys may have expired since).
-func (s *Store) room(room string, now time.Time) (keys []string, known int64) {
+// room returns the room's keys and visitor key prefix, and the born this
+// Store saw last for it (0 when it saw none within the horizon: the keys may
+// have expired since).
+func (s *Store) room(room string, now time.Time) (keys []string, visitors string, known int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.rooms[room]
 	if !ok {
-		r.keys = roomKeys(s.opts.KeyPrefix, room)
+		r.keys, r.visitors = roomKeys(s.opts.KeyPrefix, room)
 		s.rooms[room] = r
 	}
 	if r.born != 0 && now.UnixMilli()-r.at <= s.opts.Horizon.Milliseconds() {
 		known = r.born
 	}
-	return r.keys, known
+	return r.keys, r.visitors, known
 }
 
 // remember records the room's born and recovery as a script returned

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,10 +48,26 @@ func TestConformanceCluster(t *testing.T) {
 	})
 }
 
+// visitors numbers the test visitors.
+var visitors atomic.Uint64
+
+// newVisitor returns a visitor id no other test op has.
+func newVisitor() [8]byte {
+	var v [8]byte
+	n := visitors.Add(1)
+	for i := range v {
+		v[i] = byte(n >> (8 * (7 - i)))
+	}
+	return v
+}
+
 // op returns an AdmitOp for a new visitor arriving at now.
 func op(now time.Time, total, perMinute int, session time.Duration) usher.AdmitOp {
 	return usher.AdmitOp{
 		Now:               now,
+		Visitor:           newVisitor(),
+		Counted:           now,
+		Keep:              now.Unix() + 600,
 		TotalActiveUsers:  total,
 		NewUsersPerMinute: perMinute,
 		SessionDuration:   session,

@@ -31,7 +31,19 @@ func Run(t *testing.T, open Opener) {
 		{"WaitersAheadByBucket", testWaitersAheadByBucket},
 		{"WaitingMoveCountsOnce", testWaitingMoveCountsOnce},
 		{"AbandonedWaitersExpire", testAbandonedWaitersExpire},
-		{"TouchMovesActivity", testTouchMovesActivity},
+		{"RenewMovesActivity", testRenewMovesActivity},
+		{"WaitingReplayChangesNothing", testWaitingReplay},
+		{"TicketAdmittedOnce", testAdmittedOnce},
+		{"ParallelReplaysAdmitOnce", testParallelReplays},
+		{"RenewReplayChangesNothing", testRenewReplay},
+		{"RenewFromUnknownCellNeverUndercounts", testRenewUnknownCell},
+		{"LeaveFreesTheSlot", testLeave},
+		{"CountsNeverNegative", testCountsNeverNegative},
+		{"NewcomerHasNoRecordUntilItChecksIn", testNewcomerRecord},
+		{"JoiningWaitsWhileOthersWait", testJoining},
+		{"ClientLimit", testClientLimit},
+		{"ClientLimitRefuse", testClientLimitRefuse},
+		{"Peek", testPeek},
 		{"NoAdmitAndForce", testNoAdmitAndForce},
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
@@ -46,16 +58,47 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-// op returns an AdmitOp for a new visitor arriving at now.
+// visitors numbers the visitors the suite makes, so each op is a
+// distinct visitor.
+var visitors atomic.Uint64
+
+// newVisitor returns a visitor id no other op of the suite uses.
+func newVisitor() [8]byte {
+	var v [8]byte
+	n := visitors.Add(1)
+	for i := range v {
+		v[i] = byte(n >> (8 * (7 - i)))
+	}
+	return v
+}
+
+// op returns an AdmitOp for a new visitor (no ticket) arriving at now.
 func op(now time.Time, total, perMinute int) usher.AdmitOp {
 	return usher.AdmitOp{
 		Now:               now,
+		Visitor:           newVisitor(),
+		Counted:           now,
+		Keep:              now.Unix() + 600,
 		TotalActiveUsers:  total,
 		NewUsersPerMinute: perMinute,
 		Bucket:            now.Unix(),
 		WaitExp:           now.Unix() + 5,
 		ActiveExp:         now.Unix() + 30,
 	}
+}
+
+// checkIn returns the op of o's visitor checking in at now with the ticket
+// o issued (counted at o.Counted in o's waiting cell).
+func checkIn(o usher.AdmitOp, now time.Time) usher.AdmitOp {
+	c := o
+	c.Now = now
+	c.From = usher.Cell{Exp: o.WaitExp, At: o.Counted}
+	c.Counted = now
+	c.Keep = now.Unix() + 600
+	c.WaitExp = now.Unix() + 5
+	c.ActiveExp = now.Unix() + 30
+	c.Client = usher.ClientOp{}
+	return c
 }
 
 func mustAdmit(t *testing.T, s usher.Store, room string, o usher.AdmitOp) usher.AdmitResult {
@@ -115,8 +158,9 @@ func testRateLimit(t *testing.T, s usher.Store) {
 	if res := mustAdmit(t, s, "r", w); res.Admitted || res.AdmittedLastMinute != 5 || res.Slots != 0 {
 		t.Fatalf("sixth visitor within 60 s: %+v, want waiting with no slots", res)
 	}
-	w.From = usher.Cell{Exp: w.WaitExp, At: w.Now}
-	w.Now = T0.Add(61 * time.Second)
+	w = checkIn(w, T0.Add(61*time.Second))
+	w.WaitExp = T0.Unix() + 64 // its cell from T0+59 s had not expired
+	w.From.Exp = T0.Unix() + 64
 	if res := mustAdmit(t, s, "r", w); !res.Admitted || res.Waiting != 0 {
 		t.Fatalf("the waiter after 61 s: %+v, want admitted", res)
 	}
@@ -126,16 +170,14 @@ func testActiveCellsExpire(t *testing.T, s usher.Store) {
 	o := op(T0, 1, 100)
 	o.ActiveExp = T0.Unix() + 15
 	mustAdmit(t, s, "r", o)
-	if res := mustAdmit(t, s, "r", op(T0.Add(14*time.Second), 1, 100)); res.Admitted {
+	w := op(T0.Add(14*time.Second), 1, 100)
+	if res := mustAdmit(t, s, "r", w); res.Admitted {
 		t.Fatalf("admitted while the only slot is held: %+v", res)
 	}
 	if st := mustStats(t, s, "r", T0.Add(15*time.Second)); st.Active != 0 {
 		t.Fatalf("active at the cell's expiry = %d, want 0", st.Active)
 	}
-	o = op(T0.Add(15*time.Second), 1, 100)
-	o.Bucket = T0.Unix() + 14 // the waiter from above checks in
-	o.From = usher.Cell{Exp: T0.Unix() + 19, At: T0.Add(14 * time.Second)}
-	if res := mustAdmit(t, s, "r", o); !res.Admitted || res.Waiting != 0 {
+	if res := mustAdmit(t, s, "r", checkIn(w, T0.Add(15*time.Second))); !res.Admitted || res.Waiting != 0 {
 		t.Fatalf("waiter after the session expired: %+v, want admitted and nobody left waiting", res)
 	}
 }
@@ -164,17 +206,12 @@ func testWaitingMoveCountsOnce(t *testing.T, s usher.Store) {
 	o := op(T0.Add(time.Second), 1, 100)
 	mustAdmit(t, s, "r", o)
 	// The same waiter checks in three times: still one waiter.
-	from := usher.Cell{Exp: o.WaitExp, At: o.Now}
 	for i := 2; i <= 4; i++ {
-		c := o
-		c.Now = T0.Add(time.Duration(i) * time.Second)
-		c.From = from
-		c.WaitExp = c.Now.Unix() + 5
-		res := mustAdmit(t, s, "r", c)
-		if res.Waiting != 1 {
-			t.Fatalf("check-in %d: waiting = %d, want 1", i, res.Waiting)
+		o = checkIn(o, T0.Add(time.Duration(i)*time.Second))
+		res := mustAdmit(t, s, "r", o)
+		if res.Waiting != 1 || res.Replay {
+			t.Fatalf("check-in %d: %+v, want one waiter and no replay", i, res)
 		}
-		from = usher.Cell{Exp: c.WaitExp, At: c.Now}
 	}
 }
 
@@ -188,28 +225,8 @@ func testAbandonedWaitersExpire(t *testing.T, s usher.Store) {
 	}
 	// The first waiter never checks in again: from its cell's expiry on it
 	// is nobody's obstacle.
-	later.Now = T0.Add(6 * time.Second)
-	later.From = usher.Cell{Exp: later.WaitExp, At: T0.Add(3 * time.Second)}
-	later.WaitExp = T0.Unix() + 11
-	if res := mustAdmit(t, s, "r", later); res.Ahead != 0 || res.Waiting != 1 {
+	if res := mustAdmit(t, s, "r", checkIn(later, T0.Add(6*time.Second))); res.Ahead != 0 || res.Waiting != 1 {
 		t.Fatalf("after the abandoned waiter's cell expired: %+v, want 0 ahead, 1 waiting", res)
-	}
-}
-
-func testTouchMovesActivity(t *testing.T, s usher.Store) {
-	ctx := context.Background()
-	o := op(T0, 1, 100)
-	o.ActiveExp = T0.Unix() + 15
-	mustAdmit(t, s, "r", o)
-	mv := usher.Move{From: usher.Cell{Exp: T0.Unix() + 15, At: T0}, To: T0.Unix() + 25}
-	if err := s.Touch(ctx, "r", T0.Add(10*time.Second), []usher.Move{mv}); err != nil {
-		t.Fatal(err)
-	}
-	if st := mustStats(t, s, "r", T0.Add(20*time.Second)); st.Active != 1 {
-		t.Fatalf("active after a move to a later cell = %d, want 1", st.Active)
-	}
-	if st := mustStats(t, s, "r", T0.Add(25*time.Second)); st.Active != 0 {
-		t.Fatalf("active after the later cell expired = %d, want 0", st.Active)
 	}
 }
 
@@ -278,5 +295,313 @@ func testParallelAdmits(t *testing.T, s usher.Store) {
 	wg.Wait()
 	if got := admitted.Load(); got != limit {
 		t.Fatalf("%d parallel callers: %d admitted, want exactly %d", callers, got, limit)
+	}
+}
+
+// renew returns the RenewOp of an admitted visitor counted at at in cell
+// from, renewing to to at now.
+func renew(v [8]byte, from int64, at, now time.Time, to int64) usher.RenewOp {
+	return usher.RenewOp{Now: now, Visitor: v, From: usher.Cell{Exp: from, At: at}, To: to, Counted: now, Keep: max(to, now.Unix()+600)}
+}
+
+func mustRenew(t *testing.T, s usher.Store, room string, o usher.RenewOp) usher.RenewResult {
+	t.Helper()
+	res, err := s.Renew(context.Background(), room, o)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	return res
+}
+
+func testRenewMovesActivity(t *testing.T, s usher.Store) {
+	o := op(T0, 1, 100)
+	o.ActiveExp = T0.Unix() + 15
+	mustAdmit(t, s, "r", o)
+	res := mustRenew(t, s, "r", renew(o.Visitor, T0.Unix()+15, T0, T0.Add(10*time.Second), T0.Unix()+25))
+	if res.Replay || res.Record.Cell != T0.Unix()+25 || !res.Record.Admitted {
+		t.Fatalf("renewal: %+v", res)
+	}
+	if st := mustStats(t, s, "r", T0.Add(20*time.Second)); st.Active != 1 {
+		t.Fatalf("active after a move to a later cell = %d, want 1", st.Active)
+	}
+	if st := mustStats(t, s, "r", T0.Add(25*time.Second)); st.Active != 0 {
+		t.Fatalf("active after the later cell expired = %d, want 0", st.Active)
+	}
+}
+
+// testWaitingReplay: a waiting ticket presented again after it was counted
+// on (a copy on another client, a request sent twice) changes nothing.
+func testWaitingReplay(t *testing.T, s usher.Store) {
+	mustAdmit(t, s, "r", op(T0, 1, 100)) // the room is full
+	w := op(T0.Add(time.Second), 1, 100)
+	mustAdmit(t, s, "r", w)
+	first := checkIn(w, T0.Add(3*time.Second))
+	if res := mustAdmit(t, s, "r", first); res.Replay || res.Waiting != 1 {
+		t.Fatalf("first check-in: %+v", res)
+	}
+	for i := range 5 {
+		again := checkIn(w, T0.Add(time.Duration(3+i)*time.Second)) // the same old ticket
+		res := mustAdmit(t, s, "r", again)
+		if !res.Replay || res.Admitted || res.Waiting != 1 || res.Ahead != 0 {
+			t.Fatalf("replay %d: %+v, want a replay that changes nothing", i, res)
+		}
+		if !res.Record.At.Equal(first.Counted) {
+			t.Fatalf("replay %d: record %+v, want the first check-in's", i, res.Record)
+		}
+	}
+	// The latest ticket still checks in.
+	if res := mustAdmit(t, s, "r", checkIn(first, T0.Add(6*time.Second))); res.Replay || res.Waiting != 1 {
+		t.Fatalf("check-in with the latest ticket: %+v", res)
+	}
+}
+
+// testAdmittedOnce: copies of one waiting ticket yield one admission, and
+// the waiter behind them is not passed.
+func testAdmittedOnce(t *testing.T, s usher.Store) {
+	holder := op(T0, 1, 100)
+	holder.ActiveExp = T0.Unix() + 10
+	mustAdmit(t, s, "r", holder)
+	copied := op(T0.Add(time.Second), 1, 100)
+	copied.WaitExp = T0.Unix() + 60
+	mustAdmit(t, s, "r", copied)
+	honest := op(T0.Add(2*time.Second), 1, 100)
+	honest.WaitExp = T0.Unix() + 60
+	mustAdmit(t, s, "r", honest)
+	// The slot frees at T0+10; the copied ticket is presented 20 times.
+	admitted := 0
+	for i := range 20 {
+		c := checkIn(copied, T0.Add(10*time.Second+time.Duration(i)*time.Millisecond))
+		c.WaitExp = T0.Unix() + 60
+		res := mustAdmit(t, s, "r", c)
+		if res.Admitted && !res.Replay {
+			admitted++
+		}
+		if i > 0 && !res.Replay {
+			t.Fatalf("copy %d was not a replay: %+v", i, res)
+		}
+	}
+	if admitted != 1 {
+		t.Fatalf("20 copies of one ticket got %d admissions, want 1", admitted)
+	}
+	// The honest waiter is next once the slot frees again; the copies
+	// hold no place ahead of it.
+	res := mustAdmit(t, s, "r", checkIn(honest, T0.Add(45*time.Second)))
+	if res.Ahead != 0 {
+		t.Fatalf("honest waiter: %d ahead after the copied ticket went in, want 0", res.Ahead)
+	}
+	if st := mustStats(t, s, "r", T0.Add(11*time.Second)); st.Active != 1 {
+		t.Fatalf("active = %d, want the one admission", st.Active)
+	}
+}
+
+// testParallelReplays: copies presented at the same moment from many
+// callers still yield one admission.
+func testParallelReplays(t *testing.T, s usher.Store) {
+	w := op(T0, 1, 100)
+	w.NoAdmit = true
+	mustAdmit(t, s, "r", w)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			c := checkIn(w, T0.Add(2*time.Second))
+			c.NoAdmit = false
+			res, err := s.Admit(context.Background(), "r", c)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Admitted && !res.Replay {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != 1 {
+		t.Fatalf("50 parallel copies: %d admissions, want 1", got)
+	}
+}
+
+// testRenewReplay: an admitted ticket renewed once; its copies renew
+// nothing and take nothing from any cell.
+func testRenewReplay(t *testing.T, s usher.Store) {
+	a := op(T0, 10, 100)
+	a.ActiveExp = T0.Unix() + 30
+	mustAdmit(t, s, "r", a)
+	b := op(T0, 10, 100)
+	b.ActiveExp = T0.Unix() + 30 // another visitor in the same cell
+	mustAdmit(t, s, "r", b)
+	mustRenew(t, s, "r", renew(a.Visitor, T0.Unix()+30, T0, T0.Add(5*time.Second), T0.Unix()+35))
+	for i := range 6 {
+		res := mustRenew(t, s, "r", renew(a.Visitor, T0.Unix()+30, T0, T0.Add(5*time.Second+time.Duration(i)*time.Millisecond), T0.Unix()+35))
+		if !res.Replay {
+			t.Fatalf("copy %d renewed: %+v", i, res)
+		}
+	}
+	// b is still counted until T0+30, a until T0+35.
+	if st := mustStats(t, s, "r", T0.Add(29*time.Second)); st.Active != 2 {
+		t.Fatalf("active at +29s = %d, want 2", st.Active)
+	}
+	if st := mustStats(t, s, "r", T0.Add(31*time.Second)); st.Active != 1 {
+		t.Fatalf("active at +31s = %d, want 1", st.Active)
+	}
+}
+
+// testRenewUnknownCell: a ticket that names a cell the store never counted
+// it in (its renewal was lost with a node) is taken out of the cell the
+// store did count it in, not the one it names.
+func testRenewUnknownCell(t *testing.T, s usher.Store) {
+	a := op(T0, 10, 100)
+	a.ActiveExp = T0.Unix() + 30
+	mustAdmit(t, s, "r", a)
+	other := op(T0.Add(5*time.Second), 10, 100)
+	other.ActiveExp = T0.Unix() + 40
+	mustAdmit(t, s, "r", other)
+	// a's ticket says it was renewed at T0+5 into cell T0+40; the store
+	// never saw that renewal. Its next renewal must not take from T0+40.
+	mustRenew(t, s, "r", renew(a.Visitor, T0.Unix()+40, T0.Add(5*time.Second), T0.Add(8*time.Second), T0.Unix()+50))
+	if st := mustStats(t, s, "r", T0.Add(35*time.Second)); st.Active != 2 {
+		t.Fatalf("active at +35s = %d, want 2 (other's session and a's renewed one)", st.Active)
+	}
+}
+
+// testLeave: a renewal to no cell takes the visitor out, once.
+func testLeave(t *testing.T, s usher.Store) {
+	a := op(T0, 1, 100)
+	mustAdmit(t, s, "r", a)
+	mustRenew(t, s, "r", renew(a.Visitor, a.ActiveExp, T0, T0.Add(time.Second), 0))
+	mustRenew(t, s, "r", renew(a.Visitor, a.ActiveExp, T0, T0.Add(time.Second), 0)) // a copy
+	if st := mustStats(t, s, "r", T0.Add(2*time.Second)); st.Active != 0 {
+		t.Fatalf("active after leaving = %d, want 0", st.Active)
+	}
+	if res := mustAdmit(t, s, "r", op(T0.Add(2*time.Second), 1, 100)); !res.Admitted {
+		t.Fatalf("the freed slot was not given: %+v", res)
+	}
+}
+
+// testCountsNeverNegative: tickets that name cells the store never counted
+// them in (no record, counts lost) never drive a count below zero.
+func testCountsNeverNegative(t *testing.T, s usher.Store) {
+	for i := range 10 {
+		r := renew(newVisitor(), T0.Unix()+30, T0.Add(time.Second), T0.Add(2*time.Second+time.Duration(i)*time.Millisecond), T0.Unix()+1)
+		r.To = 0
+		mustRenew(t, s, "r", r)
+	}
+	st := mustStats(t, s, "r", T0.Add(3*time.Second))
+	if st.Active != 0 {
+		t.Fatalf("active = %d, want 0", st.Active)
+	}
+	a := op(T0.Add(3*time.Second), 1, 100)
+	if res := mustAdmit(t, s, "r", a); !res.Admitted || res.Active != 1 {
+		t.Fatalf("after stray departures: %+v, want admitted and exactly 1 active", res)
+	}
+	if res := mustAdmit(t, s, "r", op(T0.Add(3*time.Second), 1, 100)); res.Admitted {
+		t.Fatalf("a second visitor admitted into a room of 1: %+v", res)
+	}
+}
+
+// testNewcomerRecord: a visitor is remembered from its first check-in on,
+// so visitors that never come back cost no record; its first ticket still
+// counts once.
+func testNewcomerRecord(t *testing.T, s usher.Store) {
+	mustAdmit(t, s, "r", op(T0, 1, 100))
+	w := op(T0.Add(time.Second), 1, 100)
+	if res := mustAdmit(t, s, "r", w); !res.Record.At.IsZero() {
+		t.Fatalf("a newcomer that waits is remembered: %+v", res.Record)
+	}
+	c := checkIn(w, T0.Add(2*time.Second))
+	if res := mustAdmit(t, s, "r", c); res.Replay || res.Record.At.IsZero() {
+		t.Fatalf("first check-in: %+v, want counted and remembered", res)
+	}
+	if res := mustAdmit(t, s, "r", checkIn(w, T0.Add(3*time.Second))); !res.Replay || res.Waiting != 1 {
+		t.Fatalf("the first ticket again: %+v, want a replay", res)
+	}
+}
+
+// testJoining: a visitor joining a random room is admitted at once only
+// while nobody waits.
+func testJoining(t *testing.T, s usher.Store) {
+	j := op(T0, 2, 100)
+	j.Joining, j.Random = true, true
+	if res := mustAdmit(t, s, "r", j); !res.Admitted {
+		t.Fatalf("joining an empty room: %+v, want admitted", res)
+	}
+	full := op(T0, 1, 100) // the room of 1 is full now: this one waits
+	full.TotalActiveUsers = 1
+	mustAdmit(t, s, "r", full)
+	j = op(T0, 5, 100) // slots are free under a limit of 5, but one waits
+	j.Joining, j.Random = true, true
+	if res := mustAdmit(t, s, "r", j); res.Admitted {
+		t.Fatalf("joining while one waits: %+v, want waiting", res)
+	}
+}
+
+// testClientLimit: a client key gets PerMinute tickets a minute; the rest
+// wait at the back bucket; other keys are not affected.
+func testClientLimit(t *testing.T, s usher.Store) {
+	back := T0.Unix() + 86400
+	granted := 0
+	for i := range 30 {
+		o := op(T0.Add(time.Duration(i)*100*time.Millisecond), 1000, 1000)
+		o.Client = usher.ClientOp{Key: 42, PerMinute: 10, Back: back}
+		res := mustAdmit(t, s, "r", o)
+		switch {
+		case res.OverClient && res.Admitted:
+			t.Fatalf("ticket %d admitted over the client's limit", i)
+		case !res.OverClient:
+			granted++
+		}
+	}
+	if granted != 10 {
+		t.Fatalf("one client got %d tickets in a minute, want 10", granted)
+	}
+	if st := mustStats(t, s, "r", T0.Add(3*time.Second)); st.Waiting != 20 {
+		t.Fatalf("waiting = %d, want the 20 over the limit at the back", st.Waiting)
+	}
+	o := op(T0.Add(3*time.Second), 1000, 1000)
+	o.Client = usher.ClientOp{Key: 7, PerMinute: 10, Back: back}
+	if res := mustAdmit(t, s, "r", o); res.OverClient || !res.Admitted {
+		t.Fatalf("another client: %+v", res)
+	}
+	// Anyone who arrives later still goes ahead of the back of the line.
+	full := op(T0.Add(4*time.Second), 1, 1000)
+	full.Client = usher.ClientOp{Key: 8, PerMinute: 10, Back: back}
+	if res := mustAdmit(t, s, "r", full); res.Ahead != 0 {
+		t.Fatalf("a later arrival has %d ahead, want 0 (the over-limit tickets are at the back)", res.Ahead)
+	}
+}
+
+// testClientLimitRefuse: in reject mode an over-limit client is not
+// counted at all.
+func testClientLimitRefuse(t *testing.T, s usher.Store) {
+	for i := range 5 {
+		o := op(T0, 1, 1000)
+		o.NoAdmit = true
+		o.Client = usher.ClientOp{Key: 42, PerMinute: 2, Refuse: true}
+		res := mustAdmit(t, s, "r", o)
+		if res.OverClient != (i >= 2) {
+			t.Fatalf("ticket %d: over = %v", i, res.OverClient)
+		}
+	}
+	if st := mustStats(t, s, "r", T0); st.Waiting != 2 {
+		t.Fatalf("waiting = %d, want the 2 within the limit", st.Waiting)
+	}
+}
+
+func testPeek(t *testing.T, s usher.Store) {
+	ctx := context.Background()
+	mustAdmit(t, s, "r", op(T0, 1, 100))
+	for i := 1; i <= 3; i++ {
+		o := op(T0.Add(time.Duration(i)*time.Second), 1, 100)
+		o.WaitExp = T0.Unix() + 60
+		mustAdmit(t, s, "r", o)
+	}
+	ahead, st, err := s.Peek(ctx, "r", T0.Add(5*time.Second), T0.Unix()+3)
+	if err != nil || ahead != 2 || st.Waiting != 3 || st.Active != 1 {
+		t.Fatalf("Peek = %d, %+v, %v; want 2 ahead, 3 waiting, 1 active", ahead, st, err)
+	}
+	// Peek changes nothing.
+	if st2 := mustStats(t, s, "r", T0.Add(5*time.Second)); st2.Waiting != 3 {
+		t.Fatalf("after Peek: %+v", st2)
 	}
 }

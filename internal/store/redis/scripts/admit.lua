@@ -1,29 +1,26 @@
 -- admit.lua: one admission decision (usher.Store.Admit).
 --
--- ARGV 6-15: bucket, from exp (0: none), from at (ms, 0: unknown),
--- waiting exp, active exp, total active users, new users per minute,
--- concurrency hold after a loss (ms), no admit (0/1), force (0/1),
--- random (0/1), draw (in [0, 1)).
+-- ARGV 6-: bucket, from exp (0: none), from at (ms, 0: no ticket), waiting
+-- exp, active exp, total active users, new users per minute, concurrency
+-- hold after a loss (ms), no admit (0/1), force (0/1), random (0/1), draw
+-- (in [0, 1)), joining (0/1), counted (ms), keep (unix s), client limit
+-- per minute (0: none), refuse (0/1), back bucket, then the client's Depth
+-- sketch cells.
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
--- born, rec}.
+-- born, rec, replay, record at, record cell, record admitted, over}.
+local V, C0, C1 = KEYS[6], KEYS[7], KEYS[8]
 local bucket, fromExp, fromAt = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local waitExp, activeExp = tonumber(ARGV[9]), tonumber(ARGV[10])
 local total, perMinute, hold = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
 local noAdmit, force = ARGV[14] == '1', ARGV[15] == '1'
 local random, draw = ARGV[16] == '1', tonumber(ARGV[17])
+local joining, counted, keep = ARGV[18] == '1', tonumber(ARGV[19]), tonumber(ARGV[20])
+local clientMax, refuse, back = tonumber(ARGV[21]), ARGV[22] == '1', tonumber(ARGV[23])
 
 local m = open()
 local now = math.max(NOW, m.x)
 expire(m, now)
-
-local delta = {}
-if fromExp > now and trusted(m, fromAt) then
-  local d = off(m, bucket)
-  cell(fromExp, d, -1)
-  delta[d] = -1
-  m.wn = m.wn - 1
-end
 
 local function slots()
   local act, rate = total - m.an, perMinute - m.rn
@@ -38,35 +35,139 @@ local function slots()
   return math.max(0, math.min(act, rate))
 end
 
+local function result(admitted, ahead, replay, rc, over)
+  local at, c, adm = 0, 0, 0
+  if rc then
+    at, c, adm = rc.at, rc.cell, rc.admitted and 1 or 0
+  end
+  return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn),
+    slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0}
+end
+
+-- take counts one new ticket for the client unless its sliding-minute
+-- estimate has reached clientMax, and reports whether it was within.
+local function take()
+  local minute = math.floor(NOW_MS / 60000)
+  local cur, prev = C0, C1
+  if minute % 2 == 1 then
+    cur, prev = C1, C0
+  end
+  if tonumber(redis.call('HGET', cur, '_m')) ~= minute then
+    redis.call('DEL', cur)
+    redis.call('HSET', cur, '_m', minute)
+    redis.call('PEXPIRE', cur, 130000)
+  end
+  local usePrev = tonumber(redis.call('HGET', prev, '_m')) == minute - 1
+  local frac = (NOW_MS - minute * 60000) / 60000
+  local fields = {}
+  for k = 24, #ARGV do
+    fields[#fields + 1] = (k - 24) .. ':' .. ARGV[k]
+  end
+  local cv = redis.call('HMGET', cur, unpack(fields))
+  local pv = {}
+  if usePrev then
+    pv = redis.call('HMGET', prev, unpack(fields))
+  end
+  local est, least = {}, math.huge
+  for k = 1, #fields do
+    est[k] = num(pv[k]) * (1 - frac) + num(cv[k])
+    least = math.min(least, est[k])
+  end
+  if least >= clientMax then
+    return false
+  end
+  for k = 1, #fields do
+    if est[k] <= least then
+      redis.call('HINCRBY', cur, fields[k], 1)
+    end
+  end
+  return true
+end
+
+local rc = record(V, now)
+if rc and (fromAt < rc.at or rc.admitted) then
+  -- A ticket older than the one counted last, or any waiting ticket of a
+  -- visitor the room admitted: a replay. Nothing changes.
+  local ahead = math.max(0, before(m, bucket))
+  finish(m)
+  return result(rc.admitted, ahead, true, rc, false)
+end
+
+local delta = {}
+if rc then
+  if rc.cell > now then
+    unwait(m, delta, rc.cell, bucket)
+  end
+elseif fromExp > now and trusted(m, fromAt) then
+  unwait(m, delta, fromExp, bucket)
+end
+counts(m, delta)
+delta = {}
+
 local ahead = math.max(0, before(m, bucket))
 local free = slots()
+local newcomer = fromAt == 0 and not rc
+local over = false
+if newcomer and clientMax > 0 then
+  over = not take()
+end
 local admitted = false
-if force then
+if over then
+  admitted = false
+elseif force then
   admitted = true
 elseif noAdmit or free <= 0 then
   admitted = false
+elseif joining then
+  admitted = math.max(0, m.wn) == 0
 elseif random then
   -- A draw: every live waiter (this one included) has the same chance.
   admitted = draw * (math.max(0, m.wn) + 1) < free
 else
   admitted = ahead < free
 end
-if admitted then
+
+local next = nil
+if over and refuse then
+  -- No ticket: nothing counted, nothing remembered.
+elseif admitted then
+  local c = 0
   if activeExp > now then
     redis.call('HINCRBY', A, activeExp, 1)
     m.an = m.an + 1
     m.hi = math.max(m.hi, activeExp)
+    c = activeExp
   end
   redis.call('HINCRBY', R, now, 1)
   m.rn = m.rn + 1
-elseif waitExp > now then
-  local d = off(m, bucket)
-  cell(waitExp, d, 1)
-  delta[d] = (delta[d] or 0) + 1
-  m.wn = m.wn + 1
-  m.hi = math.max(m.hi, waitExp)
+  next = {at = counted, cell = c, admitted = true}
+  remember(V, next, math.max(keep, c), rc, now)
+else
+  local b, c = bucket, 0
+  if over then
+    b = back
+  end
+  if waitExp > now then
+    local d = off(m, b)
+    cell(waitExp, d, 1)
+    delta[d] = (delta[d] or 0) + 1
+    m.wn = m.wn + 1
+    m.hi = math.max(m.hi, waitExp)
+    c = waitExp
+  end
+  if not newcomer then
+    -- Remembered from its first check-in on: a visitor that never comes
+    -- back costs no record.
+    next = {at = counted, cell = c, admitted = false}
+    remember(V, next, keep, rc, now)
+  end
+  if over then
+    counts(m, delta)
+    delta = {}
+    ahead = math.max(0, before(m, back))
+  end
 end
 counts(m, delta)
 finish(m)
 
-return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn), slots(), m.born, m.rec or 0}
+return result(admitted, ahead, false, next, over)

@@ -10,9 +10,17 @@
 --               cell's pages
 --   4 active    hash: expiry second -> active count
 --   5 admitted  hash: second -> admissions
+--   6 visitor   string (admit, renew): the record of the ticket the room
+--               counted last for one visitor, packed: counted-at (ms, a
+--               double), cell and keep (unix seconds, uint32), admitted
+--               (byte); the key expires when no ticket of the visitor can
+--               be presented any more
+--   7, 8        hashes (admit): the per-client sketch of the even and the
+--               odd minutes, "_m" -> the minute held, "row:cell" -> count
 -- Keys 2-5 hold a marker field "_" so that they exist while the room does:
 -- a room whose keys are not all there lost some of them.
 local M, L, W, A, R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local ROOM = {M, L, W, A, R}
 
 local LIMIT = 1073741823 -- buckets further from the anchor clamp (2^30 s)
 local RATE = 61        -- seconds of admissions in the rate window

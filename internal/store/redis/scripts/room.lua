@@ -31,7 +31,7 @@ local function open()
   local lost = KNOWN > 0
   if n > 0 then
     local ttl = -1
-    for _, k in ipairs(KEYS) do
+    for _, k in ipairs(ROOM) do
       ttl = math.max(ttl, redis.call('PTTL', k))
     end
     -- Keys set to expire together that are about to: natural expiry.
@@ -246,14 +246,42 @@ local function bump(s, k, d)
   return string.sub(s, 1, p) .. rec .. string.sub(s, rest + 1)
 end
 
+-- count returns the count of key k in s, a string of sorted records.
+local function count(s, k)
+  local lo, hi = 1, #s / REC
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local mk, mc = struct.unpack('>i4i4', s, (mid - 1) * REC + 1)
+    if mk == k then
+      return mc
+    elseif mk < k then
+      lo = mid + 1
+    else
+      hi = mid - 1
+    end
+  end
+  return 0
+end
+
 -- cell adds d to the waiters of bucket offset off in the waiting cell
 -- expiring at exp: a record in the page "exp:page" of PAGE buckets, the
--- page listed in the cell's index "exp" while it has records.
+-- page listed in the cell's index "exp" while it has records. A count
+-- never goes below zero: it returns the delta applied (0 when the cell
+-- had nothing to take, a count lost with the data).
 local function cell(exp, off, d)
   local pg = math.floor(off / PAGE)
   local f = exp .. ':' .. pg
   local s = redis.call('HGET', W, f) or ''
   local had = s ~= ''
+  if d < 0 then
+    local c = count(s, off)
+    if c + d < 0 then
+      d = -c
+    end
+    if d == 0 then
+      return 0
+    end
+  end
   s = bump(s, off, d)
   if s == '' then
     redis.call('HDEL', W, f)
@@ -272,6 +300,60 @@ local function cell(exp, off, d)
       redis.call('HSET', W, exp, idx)
     end
   end
+  return d
+end
+
+-- unwait takes one waiter of bucket b out of the waiting cell exp (if it
+-- is there), recording the change in delta.
+local function unwait(m, delta, exp, b)
+  local d = off(m, b)
+  if cell(exp, d, -1) ~= 0 then
+    delta[d] = (delta[d] or 0) - 1
+    m.wn = m.wn - 1
+  end
+end
+
+-- unactive takes one visitor out of the active cell exp, if it holds one.
+local function unactive(m, exp)
+  if num(redis.call('HGET', A, exp)) > 0 then
+    if redis.call('HINCRBY', A, exp, -1) == 0 then
+      redis.call('HDEL', A, exp)
+    end
+    m.an = m.an - 1
+  end
+end
+
+-- record returns the visitor's record (the ticket counted last), or nil
+-- when there is none or its keep has come by now (the room's clock: the
+-- key's own TTL runs on the server's clock and only frees the memory).
+local function record(v, now)
+  local s = redis.call('GET', v)
+  if not s then
+    return nil
+  end
+  if #s ~= 17 then
+    return nil
+  end
+  local at, c, keep, adm = struct.unpack('>dI4I4B', s)
+  if keep <= now then
+    return nil
+  end
+  return {at = at, cell = c, admitted = adm == 1, keep = keep}
+end
+
+-- remember sets the visitor's record, kept until the unix second keep (on
+-- the op's clock) or as long as it was kept already (old: the record read
+-- before, or nil).
+local function remember(v, rc, keep, old, now)
+  if old and old.keep > keep then
+    keep = old.keep
+  end
+  if keep <= now then
+    redis.call('DEL', v)
+    return
+  end
+  redis.call('SET', v, struct.pack('>dI4I4B', rc.at, rc.cell, keep, rc.admitted and 1 or 0),
+    'PX', (keep - now) * 1000 + 1000)
 end
 
 -- expire drops every cell whose second has come by now, and admissions
@@ -359,7 +441,7 @@ local function finish(m)
   end
   local ttl = HORIZON + math.max(0, m.hi - NOW) * 1000
   if not m.was or redis.call('PTTL', M) < ttl - HORIZON / 8 then
-    for _, k in ipairs(KEYS) do
+    for _, k in ipairs(ROOM) do
       redis.call('PEXPIRE', k, ttl)
     end
   end
