@@ -32,6 +32,7 @@ Usage:
   usher keys new [--id ID]    print a new ticket key for the config
   usher bench --self          measure usher: flash-crowd, throughput, standing-room
   usher simulate --config F   what a room's visitors go through, on simulated time
+  usher health [--url URL]    exit 0 if a running usher answers /healthz
   usher version               print the version, commit and build date
 
 Run "usher COMMAND -h" for a command's flags.
@@ -61,6 +62,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.simulate(ctx, rest)
 	case "keys":
 		err = m.keys(rest)
+	case "health":
+		err = m.health(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, buildVersion())
 	case "help", "-h", "--help":
