@@ -95,7 +95,7 @@ func TestDeployYAMLParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The files the other tests read, at least.
-	for _, want := range []string{"docker/usher.yaml", "systemd/usher.yaml"} {
+	for _, want := range []string{"docker/usher.yaml", "systemd/usher.yaml", "kubernetes/kustomization.yaml", "kubernetes/deployment.yaml"} {
 		if !slices.Contains(files, filepath.Join(repoRoot, "deploy", want)) {
 			t.Errorf("deploy/%s is missing", want)
 		}
