@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -465,5 +466,51 @@ func TestDeployReleaseStampsAsDocker(t *testing.T) {
 	}
 	if got, want := strings.Fields(platforms[1]), []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}; !slices.Equal(got, want) {
 		t.Errorf("PLATFORMS %q, want %q", got, want)
+	}
+}
+
+// TestDeployDockerConfigServes serves the container's sample config (its
+// listeners moved to free loopback ports, its store to a temporary
+// directory) and runs the image's health check against it: usher health
+// succeeds, and /healthz reports the version usher version prints.
+func TestDeployDockerConfigServes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := string(readRepoFile(t, "deploy/docker/usher.yaml"))
+	for _, r := range [][2]string{
+		{"listen: 0.0.0.0:8080", "listen: 127.0.0.1:0"},
+		{"listen: 0.0.0.0:9090", "listen: 127.0.0.1:0"},
+		{"path: /data", "path: " + filepath.Join(dir, "data")},
+	} {
+		if strings.Count(body, r[0]) != 1 {
+			t.Fatalf("deploy/docker/usher.yaml has %q %d times, want once", r[0], strings.Count(body, r[0]))
+		}
+		body = strings.Replace(body, r[0], r[1], 1)
+	}
+	path := filepath.Join(dir, "usher.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "admin.token"), []byte("a-long-random-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, adm, stop := startMain(t, "serve", "--config", path)
+	healthz := "http://" + adm + "/healthz"
+	code, out, errs := runMain(t, "health", "--url", healthz)
+	if code != 0 || !strings.Contains(out, "200 OK") {
+		t.Errorf("usher health --url %s: exit %d\n%s%s", healthz, code, out, errs)
+	}
+	resp, err := http.Get(healthz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Status, Version string }
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if err != nil || h.Status != "ok" || h.Version != buildVersion().Version {
+		t.Errorf("GET /healthz = %+v (%v), want status ok and version %q", h, err, buildVersion().Version)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited %d after the signal", code)
 	}
 }
