@@ -29,7 +29,35 @@ vet:
 
 # deps installs the system packages the tests use, as root, when missing.
 deps:
-	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools
+	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools systemd-analyze:systemd
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
+
+# release cross-builds static binaries (CGO_ENABLED=0, -trimpath) for every
+# PLATFORMS entry into dist/usher_<version>_<os>_<arch>/usher, packs each in
+# a .tar.gz beside it and lists their SHA-256 sums in dist/SHA256SUMS.
+# VERSION, COMMIT and DATE are stamped into the binary (usher version prints
+# them); override any of them: make release VERSION=v0.3.0.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_LDFLAGS = -s -w -X main.Version=$$version -X main.Commit=$$commit -X main.Date=$$date
+
+.PHONY: release
+release:
+	@set -e; version='$(VERSION)'; commit='$(COMMIT)'; date='$(DATE)'; \
+	rm -rf dist; mkdir -p dist; \
+	for platform in $(PLATFORMS); do \
+		os=$${platform%/*}; arch=$${platform#*/}; \
+		name=usher_$${version}_$${os}_$${arch}; \
+		echo "building dist/$$name"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "$(RELEASE_LDFLAGS)" -o dist/$$name/usher ./cmd/usher; \
+		cp README.md dist/$$name/; \
+		tar -C dist -czf dist/$$name.tar.gz $$name; \
+	done; \
+	cd dist; \
+	if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS; \
+	cat SHA256SUMS

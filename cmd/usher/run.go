@@ -10,10 +10,6 @@ import (
 	"os"
 )
 
-// Version is usher's version, set at build time with
-// -ldflags "-X main.Version=...".
-var Version = "dev"
-
 // Main is the usher program: its output streams and the subcommands. Tests
 // run it in-process.
 type Main struct {
@@ -36,7 +32,8 @@ Usage:
   usher keys new [--id ID]    print a new ticket key for the config
   usher bench --self          measure usher: flash-crowd, throughput, standing-room
   usher simulate --config F   what a room's visitors go through, on simulated time
-  usher version               print the version
+  usher health [--url URL]    exit 0 if a running usher answers /healthz
+  usher version               print the version, commit and build date
 
 Run "usher COMMAND -h" for a command's flags.
 `
@@ -65,8 +62,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.simulate(ctx, rest)
 	case "keys":
 		err = m.keys(rest)
+	case "health":
+		err = m.health(ctx, rest)
 	case "version", "--version":
-		fmt.Fprintf(m.Stdout, "usher %s\n", Version)
+		fmt.Fprintln(m.Stdout, buildVersion())
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, usage)
 	default:

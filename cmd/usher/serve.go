@@ -101,7 +101,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Status:  engine.Status,
 			Metrics: metrics,
 			Logger:  log,
-			Version: Version,
+			Version: buildVersion().Version,
 		})
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
@@ -112,7 +112,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		rl := &reloader{path: path, current: cfg, log: log, apply: n.apply}
 		wg.Go(func() { rl.run(ctx) })
 	}
-	log.Info("usher is running", "version", Version, "public", pub.Addr().String(), "rooms", len(st.rooms()))
+	log.Info("usher is running", "version", buildVersion().Version, "public", pub.Addr().String(), "rooms", len(st.rooms()))
 	wg.Wait()
 	close(errs)
 	return errors.Join(collect(errs)...)
