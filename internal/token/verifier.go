@@ -134,6 +134,9 @@ func (v *Verifier) Verify(token, room string, now time.Time) (Claims, error) {
 	if len(token) > MaxTokenLen {
 		return Claims{}, fmt.Errorf("admission token %w: %d bytes, at most %d", ErrMalformed, len(token), MaxTokenLen)
 	}
+	if err := checkCompact(token); err != nil {
+		return Claims{}, err
+	}
 	jws, err := jose.ParseSignedCompact(token, algorithms)
 	if err != nil {
 		return Claims{}, parseError(token, err)
@@ -177,6 +180,68 @@ func (v *Verifier) Verify(token, room string, now time.Time) (Claims, error) {
 			c.NotBefore.Format(time.RFC3339), c.NotBefore.Sub(now).Truncate(time.Second))
 	}
 	return c, nil
+}
+
+// checkCompact checks that token is three parts of canonical unpadded
+// base64url joined by dots, before go-jose reads it: go-jose would also
+// accept a last character with unused bits set, which gives one token
+// several spellings.
+func checkCompact(token string) error {
+	start, dots := 0, 0
+	for i := 0; i <= len(token); i++ {
+		if i < len(token) && token[i] != '.' {
+			if b64Value(token[i]) < 0 {
+				return fmt.Errorf("admission token %w: byte %d is %q, not base64url", ErrMalformed, i, token[i])
+			}
+			continue
+		}
+		if !canonical(token[start:i]) {
+			return fmt.Errorf("admission token %w: part %d is not canonical unpadded base64url", ErrMalformed, dots+1)
+		}
+		if i < len(token) {
+			dots++
+		}
+		start = i + 1
+	}
+	if dots != 2 {
+		return fmt.Errorf("admission token %w: %d parts, want 3 (header.payload.signature)", ErrMalformed, dots+1)
+	}
+	return nil
+}
+
+// b64Value returns the value of a base64url character, or -1.
+func b64Value(c byte) int {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return int(c - 'A')
+	case 'a' <= c && c <= 'z':
+		return int(c-'a') + 26
+	case '0' <= c && c <= '9':
+		return int(c-'0') + 52
+	case c == '-':
+		return 62
+	case c == '_':
+		return 63
+	}
+	return -1
+}
+
+// canonical reports whether the base64url part has a valid length and no
+// unused bits set in its last character.
+func canonical(part string) bool {
+	if len(part) == 0 {
+		return true
+	}
+	last := b64Value(part[len(part)-1])
+	switch len(part) % 4 {
+	case 1:
+		return false
+	case 2:
+		return last&0x0f == 0
+	case 3:
+		return last&0x03 == 0
+	}
+	return true
 }
 
 // parseError explains why go-jose did not parse token: a header that asks

@@ -49,11 +49,11 @@ type Case struct {
 	// Reasons are the refusals (token.Reason names) a verifier may give;
 	// empty when Valid.
 	Reasons []string
-	// UsherSigned is true for tokens signed with usher's real key but with
-	// a header or claims usher never writes (no exp, a crit header). Only
-	// usher's verifiers must refuse them; a general JWT library may accept
-	// what the key signed.
-	UsherSigned bool
+	// UsherOnly is true for tokens only usher's verifiers must refuse:
+	// signed with usher's real key but with a header or claims usher never
+	// writes (no exp, a crit header), or a valid token written in
+	// non-canonical base64. A general JWT library may accept them.
+	UsherOnly bool
 }
 
 // Setup is the corpus with the keys and signer that made it.
@@ -126,8 +126,8 @@ func New(tb testing.TB) *Setup {
 	bad := func(name, tok string, reasons ...string) {
 		s.Cases = append(s.Cases, Case{Name: name, Token: tok, Reasons: reasons})
 	}
-	usherSigned := func(name, tok string, reasons ...string) {
-		s.Cases = append(s.Cases, Case{Name: name, Token: tok, Reasons: reasons, UsherSigned: true})
+	usherOnly := func(name, tok string, reasons ...string) {
+		s.Cases = append(s.Cases, Case{Name: name, Token: tok, Reasons: reasons, UsherOnly: true})
 	}
 	at := func(mod func(*token.Claims)) string {
 		c := Claims()
@@ -224,6 +224,7 @@ func New(tb testing.TB) *Setup {
 	bad("header_padded", gh+"="+"."+gp+"."+gs, "malformed")
 	bad("payload_padded", gh+"."+gp+"=."+gs, "malformed", "bad_signature")
 	bad("whitespace_inside", gh+"."+gp+" ."+gs, "malformed", "bad_signature")
+	s.Cases = append(s.Cases, Case{Name: "signature_noncanonical", Token: gh + "." + gp + "." + noncanonical(gs), Reasons: []string{"malformed"}, UsherOnly: true})
 	bad("standard_base64", gh+"."+strings.NewReplacer("-", "+", "_", "/").Replace(gp)+"."+strings.NewReplacer("-", "+", "_", "/").Replace(gs), "malformed", "bad_signature")
 
 	// Garbage.
@@ -244,15 +245,24 @@ func New(tb testing.TB) *Setup {
 		return in + "." + b64(ed25519.Sign(priv, []byte(in)))
 	}
 	hdr := map[string]any{"alg": "EdDSA", "kid": "k1", "typ": "JWT"}
-	usherSigned("claims_empty", sign(hdr, map[string]any{}), "malformed")
+	usherOnly("claims_empty", sign(hdr, map[string]any{}), "malformed")
 	noExp := map[string]any{"iss": Issuer, "aud": Room, "sub": "deadbeef01234567", "iat": Now.Unix()}
-	usherSigned("claims_no_exp", sign(hdr, noExp), "malformed")
-	usherSigned("payload_not_json", gh+"."+b64([]byte("hello"))+"."+b64(ed25519.Sign(priv, []byte(gh+"."+b64([]byte("hello"))))), "malformed")
+	usherOnly("claims_no_exp", sign(hdr, noExp), "malformed")
+	usherOnly("payload_not_json", gh+"."+b64([]byte("hello"))+"."+b64(ed25519.Sign(priv, []byte(gh+"."+b64([]byte("hello"))))), "malformed")
 	crit := map[string]any{"alg": "EdDSA", "kid": "k1", "typ": "JWT", "crit": []string{"exp"}, "exp": 1}
-	usherSigned("header_crit", sign(crit, claims), "malformed", "bad_signature")
+	usherOnly("header_crit", sign(crit, claims), "malformed", "bad_signature")
 	b64false := map[string]any{"alg": "EdDSA", "kid": "k1", "b64": false, "crit": []string{"b64"}}
-	usherSigned("header_b64_false", sign(b64false, claims), "malformed", "bad_signature")
+	usherOnly("header_b64_false", sign(b64false, claims), "malformed", "bad_signature")
 	return s
+}
+
+// noncanonical returns the unpadded base64url s (whose length is not a
+// multiple of 4) with a different last character that decodes to the
+// same bytes: one of the unused low bits set.
+func noncanonical(s string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, s[len(s)-1])
+	return s[:len(s)-1] + string(alphabet[i^1])
 }
 
 // split returns the three parts of a compact JWS.
