@@ -134,18 +134,24 @@ func (s *Signer) Verifier() *Verifier {
 // session end) or after the TTL, whichever comes first, and Sign refuses
 // a session that has already ended. c.Issuer and c.KeyID are ignored.
 func (s *Signer) Sign(c Claims) (string, error) {
+	tok, _, err := s.sign(c)
+	return tok, err
+}
+
+// sign is Sign that also returns the token's exp.
+func (s *Signer) sign(c Claims) (string, int64, error) {
 	if c.Room == "" {
-		return "", errors.New("sign admission token: room is empty")
+		return "", 0, errors.New("sign admission token: room is empty")
 	}
 	if c.IssuedAt.IsZero() {
-		return "", errors.New("sign admission token: issued-at time is zero")
+		return "", 0, errors.New("sign admission token: issued-at time is zero")
 	}
 	exp := c.IssuedAt.Add(s.ttl)
 	if !c.Expiry.IsZero() && c.Expiry.Before(exp) {
 		exp = c.Expiry
 	}
 	if exp.Unix() <= c.IssuedAt.Unix() {
-		return "", fmt.Errorf("sign admission token: session ends at %s, not after the issued-at time %s",
+		return "", 0, fmt.Errorf("sign admission token: session ends at %s, not after the issued-at time %s",
 			c.Expiry.UTC().Format(time.RFC3339), c.IssuedAt.UTC().Format(time.RFC3339))
 	}
 	nbf := c.NotBefore
@@ -167,9 +173,9 @@ func (s *Signer) Sign(c Claims) (string, error) {
 	}
 	payload, err := json.Marshal(w)
 	if err != nil {
-		return "", fmt.Errorf("sign admission token: %w", err)
+		return "", 0, fmt.Errorf("sign admission token: %w", err)
 	}
-	return s.compact(payload), nil
+	return s.compact(payload), w.Expiry, nil
 }
 
 // compact returns the JWS compact serialization of payload (RFC 7515,
