@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,5 +139,41 @@ func TestClaimsFrom(t *testing.T) {
 	ctx := verify.NewContext(context.Background(), verify.Claims{Subject: "x"})
 	if c, ok := verify.ClaimsFrom(ctx); !ok || c.Subject != "x" {
 		t.Errorf("ClaimsFrom = %+v, %v", c, ok)
+	}
+}
+
+// TestMiddlewareCorpus runs the shared corpus through the middleware:
+// only the valid tokens reach the handler; the rest get 401 naming a
+// reason the corpus expects.
+func TestMiddlewareCorpus(t *testing.T) {
+	s := tokentest.New(t)
+	reached := false
+	h := mustVerifier(t, newJWKSServer(t, s.Signer), newClock(), verify.Options{Issuer: tokentest.Issuer}).
+		Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+	for _, c := range s.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			reached = false
+			r := httptest.NewRequest("GET", "/", nil)
+			r.Header.Set(verify.DefaultHeader, c.Token)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if c.Valid {
+				if rec.Code != 200 || !reached {
+					t.Errorf("status %d, reached %v: %s", rec.Code, reached, rec.Body)
+				}
+				return
+			}
+			if reached || rec.Code != http.StatusUnauthorized {
+				t.Fatalf("status %d, reached %v", rec.Code, reached)
+			}
+			var body struct{ Error string }
+			_ = json.Unmarshal(rec.Body.Bytes(), &body)
+			if body.Error == "missing_token" && c.Token == "" {
+				return // an empty header is no token
+			}
+			if !slices.Contains(c.Reasons, body.Error) {
+				t.Errorf("error %q, want one of %q", body.Error, c.Reasons)
+			}
+		})
 	}
 }
