@@ -29,7 +29,7 @@ vet:
 
 # deps installs the system packages the tests use, as root, when missing.
 deps:
-	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools
+	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools chromium:chromium
 
 clean:
 	rm -rf bin
