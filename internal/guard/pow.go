@@ -236,12 +236,14 @@ func (p *PoW) Issue(room string, client netip.Prefix, difficulty int, now time.T
 		return Challenge{}, errors.New("issue challenge: no client prefix")
 	case difficulty < MinDifficulty || difficulty > MaxDifficulty:
 		return Challenge{}, fmt.Errorf("issue challenge: difficulty must be %d-%d, got %d", MinDifficulty, MaxDifficulty, difficulty)
+	case now.Unix() < 0 || now.Unix() > maxUnix:
+		return Challenge{}, fmt.Errorf("issue challenge: time %v out of range", now)
 	}
 	var cl [maxClientLen]byte
 	clientBytes := encodeClient(cl[:0], client)
 	k := &p.keys[0]
 	issued := now.Unix()
-	var buf [maxPayloadLen + maxRoomLen + 1 + maxClientLen]byte
+	var buf [maxPayloadLen]byte
 	payload := append(buf[:0], formatVersion, byte(len(k.id)))
 	payload = append(payload, k.id...)
 	payload = binary.BigEndian.AppendUint64(payload, uint64(issued))
@@ -286,8 +288,8 @@ type Solved struct {
 // distinct error wrapping ErrInvalid. Verify does not know whether the
 // challenge was used before: spend Solved.ID.
 //
-// Verify never panics and does not allocate; it reads at most
-// MaxSolutionLen bytes of its inputs.
+// Verify never panics and does not allocate; a challenge or counter longer
+// than a solution can be is refused before it is read.
 func (p *PoW) Verify(challenge, n, room string, client netip.Prefix, minDifficulty int, now time.Time) (Solved, error) {
 	if !validCounter(n) {
 		return Solved{}, ErrBadCounter
@@ -306,14 +308,14 @@ func (p *PoW) Verify(challenge, n, room string, client netip.Prefix, minDifficul
 	// Decode into arrays on the stack: the strings are copied first so
 	// that no conversion allocates.
 	var src [maxChallengeLen]byte
-	var buf [maxPayloadLen + 1 + maxRoomLen + maxClientLen]byte
+	var buf [maxPayloadLen]byte
 	var gotMAC [macSize]byte
 	copy(src[:], encMAC)
 	if m, err := b64.Decode(gotMAC[:], src[:len(encMAC)]); err != nil || m != macSize {
 		return Solved{}, ErrMalformed
 	}
 	copy(src[:], encPayload)
-	pl, err := b64.Decode(buf[:maxPayloadLen], src[:len(encPayload)])
+	pl, err := b64.Decode(buf[:], src[:len(encPayload)])
 	if err != nil || pl < fixedLen+1 || buf[0] != formatVersion {
 		return Solved{}, ErrMalformed
 	}

@@ -276,6 +276,9 @@ func TestIssueErrors(t *testing.T) {
 		{"difficulty 0", testRoom, testClient, 0},
 		{"difficulty 33", testRoom, testClient, 33},
 	}
+	if _, err := p.Issue(testRoom, testClient, 8, time.Unix(-1, 0)); err == nil {
+		t.Error("issued before 1970")
+	}
 	for _, tt := range tests {
 		if _, err := p.Issue(tt.room, tt.client, tt.difficulty, t0); err == nil {
 			t.Errorf("%s: no error", tt.name)
