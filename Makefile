@@ -29,7 +29,7 @@ vet:
 
 # deps installs the system packages the tests use, as root, when missing.
 deps:
-	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools systemd-analyze:systemd
+	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools systemd-analyze:systemd chromium:chromium
 
 clean:
 	rm -rf bin dist

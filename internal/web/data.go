@@ -73,6 +73,28 @@ type PageData struct {
 	// equals 1 / (1 + wait in minutes) when the wait is n / A minutes. It
 	// is a gauge of nearness, not a fraction of the total wait.
 	Progress float64
+
+	// Challenge is the proof-of-work challenge the challenge page
+	// (PageChallenge) solves before the visitor joins the line (see
+	// internal/guard); empty on the other pages.
+	Challenge string
+	// Difficulty is the challenge's difficulty in leading zero bits.
+	Difficulty int
+	// ChallengeCookie names the cookie the challenge page sets with the
+	// solution, challenge.n ("": DefaultChallengeCookie).
+	ChallengeCookie string
+}
+
+// DefaultChallengeCookie is the cookie of a proof-of-work solution, the
+// name internal/guard reads (guard.Cookie).
+const DefaultChallengeCookie = "__usher_pow"
+
+// ChallengeCookieName is ChallengeCookie, or DefaultChallengeCookie.
+func (d PageData) ChallengeCookieName() string {
+	if d.ChallengeCookie == "" {
+		return DefaultChallengeCookie
+	}
+	return d.ChallengeCookie
 }
 
 // NewPageData returns the page data for decision d of room, made at now,

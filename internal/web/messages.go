@@ -100,6 +100,23 @@ type Messages struct {
 	// the script fills it in.
 	YourTime string
 
+	// ChallengeTitle is the challenge page's title.
+	ChallengeTitle string
+	// ChallengeHeading is the challenge page's heading.
+	ChallengeHeading string
+	// ChallengeLead explains the short calculation before joining.
+	ChallengeLead string
+	// ChallengeWorking is said while the browser works (aria-live).
+	ChallengeWorking string
+	// ChallengeDone is said when the work is done, before the reload.
+	ChallengeDone string
+	// ChallengeFailed is said when the browser cannot do the work.
+	ChallengeFailed string
+	// ChallengeNoScript is all a browser without JavaScript is shown.
+	ChallengeNoScript string
+	// ChallengeProgress is the challenge progress bar's accessible name.
+	ChallengeProgress string
+
 	tag      string             // BCP 47, as Languages lists it
 	one      func(n int64) bool // plural rule: whether n takes the One form
 	group    string             // thousands separator

@@ -2,8 +2,10 @@
 // embedded in the binary: the waiting page (position, estimated wait,
 // progress, a refresh that works without JavaScript and a countdown with
 // it), the pre-queue page (an event that has not started, with a countdown
-// to it) and the reject page (the room is closed). Pages are html/template
-// files fed a PageData; a folder can override any of them (New).
+// to it), the reject page (the room is closed) and the challenge page (a
+// proof of work the browser solves before joining the line; it needs
+// JavaScript). Pages are html/template files fed a PageData; a folder can
+// override any of them (New).
 //
 // The default pages are written in several languages (Languages); Language
 // picks one from the visitor's Accept-Language and the room's default, and
@@ -16,7 +18,8 @@
 //
 // The pages make no external requests: styles and the script are inline,
 // there are no web fonts, and the icon is a data: URL (so browsers do not
-// fetch /favicon.ico through the waiting room).
+// fetch /favicon.ico through the waiting room). The one exception is the
+// challenge page's Web Worker, /__usher/assets/pow.js, from usher itself.
 package web
 
 import (
@@ -42,6 +45,9 @@ const (
 	// PagePrequeue is the page of a visitor waiting for an event to start
 	// (PageData.Prequeue, EventName, EventStart).
 	PagePrequeue = "prequeue"
+	// PageChallenge is the proof-of-work page of a new visitor
+	// (PageData.Challenge, Difficulty, ChallengeCookie).
+	PageChallenge = "challenge"
 )
 
 //go:embed templates/*.html
@@ -59,7 +65,8 @@ type Pages struct {
 
 // New returns the embedded pages, overridden by dir when dir is not empty:
 // every dir/*.html replaces the embedded template of the same name
-// (waiting.html, prequeue.html, reject.html, layout.html which defines the
+// (waiting.html, prequeue.html, reject.html, challenge.html which also
+// defines its script "powscript", layout.html which defines the
 // shared "head", "style" and "footer", script.html which defines "script"),
 // and files under dir/assets are served before the embedded
 // assets. Each page is rendered once with sample data, so a broken template
@@ -92,8 +99,9 @@ func New(dir string) (*Pages, error) {
 	}
 	sample := PageData{Lang: DefaultLanguage, RoomID: "sample", RoomName: "Sample", Position: 3, PeopleAhead: 2,
 		WaitKnown: true, WaitMinutes: 2, RefreshSeconds: 20, LastUpdated: time.Unix(0, 0),
-		QueueingMethod: "fifo", Progress: 0.5, EventName: "Sample", EventStart: time.Unix(3600, 0)}
-	for _, page := range []string{PageWaiting, PagePrequeue, PageReject} {
+		QueueingMethod: "fifo", Progress: 0.5, EventName: "Sample", EventStart: time.Unix(3600, 0),
+		Challenge: "sample.challenge", Difficulty: 18}
+	for _, page := range []string{PageWaiting, PagePrequeue, PageReject, PageChallenge} {
 		if err := p.Render(io.Discard, page, sample); err != nil {
 			return nil, err
 		}
@@ -112,14 +120,14 @@ var defaultPages = sync.OnceValue(func() *Pages {
 // Default returns the embedded pages, parsed once.
 func Default() *Pages { return defaultPages() }
 
-// Render renders page (PageWaiting, PagePrequeue, PageReject) of the
-// embedded pages to w.
+// Render renders page (PageWaiting, PagePrequeue, PageReject,
+// PageChallenge) of the embedded pages to w.
 func Render(w io.Writer, page string, data PageData) error {
 	return Default().Render(w, page, data)
 }
 
-// Render renders page (PageWaiting, PagePrequeue, PageReject) with data
-// to w, in data.Lang (en-US when empty or unknown; an unknown tag is
+// Render renders page (PageWaiting, PagePrequeue, PageReject,
+// PageChallenge) with data to w, in data.Lang (en-US when empty or unknown; an unknown tag is
 // matched as by SupportedLanguage). Nothing is written when the template
 // fails.
 func (p *Pages) Render(w io.Writer, page string, data PageData) error {

@@ -54,6 +54,8 @@ func pageStates() []struct {
 	prequeue := NewPageData(room, usher.Decision{Outcome: usher.Wait, RefreshAfter: 20 * time.Second}, at)
 	prequeue.Prequeue, prequeue.EventName = true, "Spring <Sale> launch"
 	prequeue.EventStart = at.Add(2*time.Hour + 4*time.Minute + 34*time.Second)
+	challenge := NewPageData(room, usher.Decision{}, at)
+	challenge.Challenge, challenge.Difficulty = "AQJrMQAAAABptXomCKzHRTnix91ivO1TfZqtJCSxDly-ZKAWkw.YOup6QP3wZyOX17BbkBNsg", 18
 	return []struct {
 		name, page string
 		data       PageData
@@ -68,6 +70,7 @@ func pageStates() []struct {
 		{"waiting_queue_all", PageWaiting, NewPageData(room, usher.Decision{Outcome: usher.Wait, Position: 2, QueueAll: true}, at)},
 		{"prequeue", PagePrequeue, prequeue},
 		{"reject", PageReject, NewPageData(room, usher.Decision{Outcome: usher.Turn}, at)},
+		{"challenge", PageChallenge, challenge},
 	}
 }
 
@@ -90,7 +93,8 @@ func TestPagesGolden(t *testing.T) {
 // TestPagesEveryLanguage renders every page in every language: the html
 // element carries the language, and no English is left in the others.
 func TestPagesEveryLanguage(t *testing.T) {
-	english := []string{"Estimated wait", "people", "hours", "in line", "waiting room", "Starts in", "come back", "Checking"}
+	english := []string{"Estimated wait", "people", "hours", "in line", "waiting room", "Starts in", "come back", "Checking",
+		"Joining", "calculation", "Working", "turn it on"}
 	for _, lang := range Languages() {
 		for _, tt := range pageStates() {
 			t.Run(lang+"/"+tt.name, func(t *testing.T) {
