@@ -19,6 +19,9 @@ const (
 	Wait
 	// Turn answers with the reject page.
 	Turn
+	// Challenge answers with a proof-of-work challenge: the visitor gets
+	// no ticket until it brings a solution.
+	Challenge
 )
 
 // String names the outcome for logs and metrics.
@@ -32,6 +35,8 @@ func (o Outcome) String() string {
 		return "wait"
 	case Turn:
 		return "reject"
+	case Challenge:
+		return "challenge"
 	}
 	return "invalid"
 }
@@ -77,6 +82,11 @@ type Decision struct {
 	// a request sent twice, a check-in earlier than the ticket allows):
 	// nothing was counted.
 	Replay bool
+	// Challenge, Difficulty and ChallengeExpires are the proof-of-work
+	// challenge of Outcome Challenge.
+	Challenge        string
+	Difficulty       int
+	ChallengeExpires time.Time
 	// OverClient reports a visitor without a ticket whose client is over
 	// the room's per-client limit: it waits at the back of the line, or
 	// (Outcome Turn) is refused a ticket.

@@ -139,6 +139,11 @@ type ProofOfWork struct {
 	// Difficulty is the number of leading zero bits the solution's hash
 	// needs (about 2^Difficulty hashes); zero turns the challenge off.
 	Difficulty int
+	// Always challenges every new visitor; otherwise (false) only while
+	// the room queues (someone waits, no slot is free, queue_all, or a
+	// pre-queue), so that a visitor who would go in at once is not made
+	// to wait for a puzzle.
+	Always bool
 }
 
 // TicketBinding ties a room's tickets to the client that got them, so

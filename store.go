@@ -46,6 +46,14 @@ type Store interface {
 	Peek(ctx context.Context, room string, now time.Time, bucket int64) (ahead int64, st RoomStats, err error)
 	// Stats reads a room's counters at now without changing them.
 	Stats(ctx context.Context, room string, now time.Time) (RoomStats, error)
+	// Spend marks id (a proof-of-work challenge) of room used until the
+	// time until, and reports whether it was fresh: never used, or used
+	// with an until that has passed. An error means the store could not
+	// tell, and the caller must treat the id as used.
+	Spend(ctx context.Context, room string, id [16]byte, until time.Time) (fresh bool, err error)
+	// UseInvite counts one use of invite id of room, remembered (durably)
+	// until expires, and reports whether the count is within max.
+	UseInvite(ctx context.Context, room string, id [16]byte, max int, expires time.Time) (ok bool, err error)
 	// LoadKeys returns the key ring kept in the store; an empty ring when
 	// none was ever saved.
 	LoadKeys(ctx context.Context) ([]Key, error)

@@ -45,6 +45,13 @@ func (k *keyRing) Open(v, room, cookie string) (usher.Ticket, error) {
 	return k.cur.Load().Open(v, room, cookie)
 }
 
+// current returns the keys in force.
+func (k *keyRing) current() []usher.Key {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys
+}
+
 func (k *keyRing) set(keys []usher.Key) error {
 	r, err := ticket.NewRing(keys)
 	if err != nil {

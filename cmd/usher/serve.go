@@ -17,6 +17,7 @@ import (
 	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
+	"github.com/usherhq/usher/internal/guard"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
@@ -122,6 +123,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 // ring, the gate in force (swapped on reload), the metrics, and the public
 // handler in front of them.
 type node struct {
+	store     usher.Store
 	engine    *admission.Engine
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
@@ -137,7 +139,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
 	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
 	if err := n.apply(cfg); err != nil {
@@ -168,7 +170,17 @@ func (n *node) apply(cfg *config.Config) error {
 	for i := range cfg.Rooms {
 		rooms[i] = &cfg.Rooms[i]
 	}
+	powKeys := keys
+	if powKeys == nil {
+		powKeys = n.ring.current()
+	}
+	pow, err := guard.NewPoW(powKeys, guard.Options{})
+	if err != nil {
+		return err
+	}
 	g, err := gate.New(gate.Options{
+		PoW:           pow,
+		Spent:         n.store,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
 		Decider:       n.engine,

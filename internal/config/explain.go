@@ -207,8 +207,12 @@ func proofOfWorkClause(p *usher.ProofOfWork) string {
 	if p.Difficulty == 0 {
 		return "no proof of work"
 	}
-	return fmt.Sprintf("a new visitor solves a proof of work of %d bits (about %s hashes, JavaScript needed) before it gets a place",
-		p.Difficulty, humanCount(1<<p.Difficulty))
+	when := "while the room queues, a new visitor"
+	if p.Always {
+		when = "every new visitor"
+	}
+	return fmt.Sprintf("%s solves a proof of work of %d bits (about %s hashes, JavaScript needed) before it gets a ticket",
+		when, p.Difficulty, humanCount(1<<p.Difficulty))
 }
 
 // bindingClause describes ticket binding.

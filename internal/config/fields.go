@@ -198,6 +198,7 @@ func (d *decoder) proofOfWork(dst *usher.ProofOfWork) field {
 		*dst = usher.ProofOfWork{Difficulty: -1}
 		d.mapping(n, at, map[string]field{
 			"difficulty": d.integer(&dst.Difficulty),
+			"always":     d.boolean(&dst.Always),
 		})
 	}
 }

@@ -74,7 +74,11 @@ func bindingOf(room *usher.Room, r *http.Request, client netip.Addr) uint32 {
 // fails to seal is logged and not sent: the visitor is then new again on
 // its next request, which is the safe side.
 func (g *Gate) setTicket(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
-	if !d.TicketChanged || m.Room == nil {
+	if m.Room == nil {
+		return
+	}
+	clearSolution(w, m)
+	if !d.TicketChanged {
 		return
 	}
 	room := m.Room

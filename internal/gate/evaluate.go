@@ -31,6 +31,9 @@ type Match struct {
 	// UnknownHost reports a request for a host that no route names, while
 	// the gate refuses such hosts (Options.RejectUnknownHosts).
 	UnknownHost bool
+	// Solved reports that the request brought a good proof of work, now
+	// spent: its cookie is cleared in the answer.
+	Solved bool
 	// ClientIP, Scheme and Host are the client's, through trusted proxies
 	// (server.ClientInfo). Host is as requested, port included.
 	ClientIP netip.Addr
@@ -102,6 +105,19 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 		}
 	}
 	t := g.openTicket(r, m)
+	if t == nil {
+		sched := m.Room.At(m.At)
+		ch, err := g.proof(r, m, &sched)
+		if err != nil {
+			return usher.Decision{}, &decideError{op: "challenge", room: m.Room.ID, err: err}
+		}
+		if ch != nil {
+			if g.observe != nil {
+				g.observe(m.Room.ID, usher.Challenge, 0)
+			}
+			return challengeDecision(&sched, ch), nil
+		}
+	}
 	start := time.Now()
 	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP})
 	if err != nil {

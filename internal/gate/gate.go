@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/guard"
 	"github.com/usherhq/usher/internal/rules"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/web"
@@ -80,6 +81,12 @@ type Options struct {
 	// CountryHeader is the request header carrying the visitor's country
 	// for bypass rules ("" : none).
 	CountryHeader string
+	// PoW issues and verifies proof-of-work challenges for rooms that ask
+	// for them (nil: no room is challenged).
+	PoW *guard.PoW
+	// Spent spends proof-of-work solutions, once each; required with PoW
+	// (the store: shared by every node).
+	Spent guard.Spent
 	// RejectUnknownHosts refuses (421) a request whose host no route
 	// names instead of passing it to DefaultOrigin: with rooms on named
 	// hosts, another Host (or none, or an absolute URI for another host)
@@ -107,6 +114,8 @@ type Gate struct {
 	countryHeader string
 	hosts         map[string]bool // the route hosts, when unknown hosts are refused
 	status        statusCache
+	pow           *guard.PoW
+	spent         guard.Spent
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -132,6 +141,11 @@ func New(opts Options) (*Gate, error) {
 		custom:  map[string]*web.Template{},
 
 		countryHeader: opts.CountryHeader,
+		pow:           opts.PoW,
+		spent:         opts.Spent,
+	}
+	if g.pow != nil && g.spent == nil {
+		return nil, errors.New("gate: proof of work without a Spent set")
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -295,6 +309,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.wait(w, r, m, d)
 	case usher.Turn:
 		g.reject(w, r, m, d)
+	case usher.Challenge:
+		g.challenge(w, r, m, d)
 	default:
 		g.fail(w, r, fmt.Errorf("room %q: decision with outcome %v", m.Room.ID, d.Outcome))
 	}

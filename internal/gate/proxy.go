@@ -22,6 +22,7 @@ type proxyInfo struct {
 	target      *url.URL
 	room        string // for logs; "" when no room matched
 	cookie      string // usher cookie to remove from the request; "" none
+	powCookie   string // the room's proof-of-work cookie, removed with it
 	peer        netip.Addr
 	peerTrusted bool
 	scheme      string
@@ -40,6 +41,7 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		info.room = m.Room.ID
 		if admit {
 			info.cookie = m.Room.CookieName()
+			info.powCookie = PoWCookie(m.Room)
 		}
 	}
 	g.setTicket(w, r, m, d)
@@ -81,6 +83,7 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 	}
 	if info.cookie != "" {
 		stripCookie(h, info.cookie)
+		stripCookie(h, info.powCookie)
 	}
 	if info.peer.IsValid() {
 		xff := info.peer.String()

@@ -118,6 +118,9 @@ func (s *Store) load() error {
 				s.keys = append(s.keys, usher.Key{ID: k.ID, Secret: k.Secret})
 			}
 		}
+		if err := s.loadInvites(tx, now); err != nil {
+			return fmt.Errorf("invites: %w", err)
+		}
 		var spans []storedSpan
 		if v := meta.Get(keyLossy); v != nil {
 			if err := json.Unmarshal(v, &spans); err != nil {

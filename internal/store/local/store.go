@@ -54,6 +54,9 @@ type Store struct {
 	// opNow is the latest op time seen, the watermark a flush records.
 	opNow time.Time
 
+	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
+	invites map[onceKey]invite    // invites' uses
+
 	flushMu    sync.Mutex // one flush at a time
 	flushed    uint64     // seq covered by the last successful flush
 	stop, done chan struct{}
@@ -76,8 +79,10 @@ func Open(opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Store{
-		opts:  opts,
-		rooms: map[string]*room{},
+		opts:    opts,
+		rooms:   map[string]*room{},
+		spent:   map[onceKey]time.Time{},
+		invites: map[onceKey]invite{},
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}

@@ -44,6 +44,8 @@ func Run(t *testing.T, open Opener) {
 		{"ClientLimit", testClientLimit},
 		{"ClientLimitRefuse", testClientLimitRefuse},
 		{"Peek", testPeek},
+		{"Spend", testSpend},
+		{"UseInvite", testUseInvite},
 		{"NoAdmitAndForce", testNoAdmitAndForce},
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
@@ -603,5 +605,57 @@ func testPeek(t *testing.T, s usher.Store) {
 	// Peek changes nothing.
 	if st2 := mustStats(t, s, "r", T0.Add(5*time.Second)); st2.Waiting != 3 {
 		t.Fatalf("after Peek: %+v", st2)
+	}
+}
+
+func testSpend(t *testing.T, s usher.Store) {
+	ctx := context.Background()
+	id := [16]byte{1, 2, 3}
+	until := time.Now().Add(time.Minute)
+	if fresh, err := s.Spend(ctx, "r", id, until); err != nil || !fresh {
+		t.Fatalf("first Spend = %v, %v; want fresh", fresh, err)
+	}
+	for range 3 {
+		if fresh, err := s.Spend(ctx, "r", id, until); err != nil || fresh {
+			t.Fatalf("Spend again = %v, %v; want spent", fresh, err)
+		}
+	}
+	if fresh, _ := s.Spend(ctx, "other", id, until); !fresh {
+		t.Fatal("an id spent in one room is spent in another")
+	}
+	var wg sync.WaitGroup
+	var fresh atomic.Int64
+	for range 20 {
+		wg.Go(func() {
+			if ok, err := s.Spend(ctx, "r", [16]byte{9}, until); err == nil && ok {
+				fresh.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if fresh.Load() != 1 {
+		t.Fatalf("20 parallel spends of one id: %d fresh, want 1", fresh.Load())
+	}
+}
+
+func testUseInvite(t *testing.T, s usher.Store) {
+	ctx := context.Background()
+	id := [16]byte{7}
+	exp := time.Now().Add(time.Hour)
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 12 {
+		wg.Go(func() {
+			if used, err := s.UseInvite(ctx, "r", id, 5, exp); err == nil && used {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 5 {
+		t.Fatalf("12 uses of an invite for 5: %d accepted", ok.Load())
+	}
+	if used, _ := s.UseInvite(ctx, "other", id, 5, exp); !used {
+		t.Fatal("another room's invite with the same id was refused")
 	}
 }
