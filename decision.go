@@ -103,4 +103,33 @@ type Visit struct {
 	// Client is the visitor's address (through trusted proxies), for
 	// per-client limits; the zero Addr when unknown.
 	Client netip.Addr
+	// Invite is what an invite link gives a visitor without a ticket
+	// (zero: none).
+	Invite InviteMode
 }
+
+// InviteMode is what an invite link gives.
+type InviteMode uint8
+
+// The invite modes.
+const (
+	// InviteAdmit admits at once, counted, even past the limits.
+	InviteAdmit InviteMode = 1
+	// InviteFront gives a place at the front of the line.
+	InviteFront InviteMode = 2
+)
+
+// String names the mode as the CLI and the API do.
+func (m InviteMode) String() string {
+	switch m {
+	case InviteAdmit:
+		return "admit"
+	case InviteFront:
+		return "front"
+	}
+	return "none"
+}
+
+// FrontPlace is the place in line (an arrival second) of a front invite:
+// ahead of every arrival usher can see (2020-01-01 00:00:00 UTC).
+const FrontPlace = 1577836800

@@ -110,26 +110,26 @@ func (c *ClientLimit) Prefix(addr netip.Addr) netip.Prefix {
 	return ClientPrefix(addr, c.IPv4Prefix, c.IPv6Prefix)
 }
 
-// ClientPrefix returns addr's prefix of v4 bits (IPv4) or v6 bits (IPv6);
-// zero lengths mean 32 and 64. The zero Addr gives the zero Prefix.
+// ClientPrefix returns addr's prefix of v4 bits (IPv4, IPv4-mapped IPv6
+// included) or v6 bits (IPv6), the zone dropped; zero lengths mean 32 and
+// 64, and lengths out of range are clamped. The zero Addr gives the zero
+// Prefix.
 func ClientPrefix(addr netip.Addr, v4, v6 int) netip.Prefix {
 	if !addr.IsValid() {
 		return netip.Prefix{}
 	}
-	addr = addr.Unmap()
-	bits := v6
-	if addr.Is4() {
-		bits = v4
-		if bits == 0 {
-			bits = 32
-		}
-	} else if bits == 0 {
+	addr = addr.Unmap().WithZone("")
+	bits := min(max(v6, 0), 128)
+	if v6 == 0 {
 		bits = 64
 	}
-	p, err := addr.WithZone("").Prefix(bits)
-	if err != nil {
-		return netip.Prefix{}
+	if addr.Is4() {
+		bits = min(max(v4, 0), 32)
+		if v4 == 0 {
+			bits = 32
+		}
 	}
+	p, _ := addr.Prefix(bits)
 	return p
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
+	"github.com/usherhq/usher/internal/guard"
 )
 
 // state is what a reload swaps: the gate and the rooms it serves. Requests
@@ -29,11 +30,15 @@ type live struct {
 	gate    *gate.Gate
 	rooms   []*usher.Room
 	trusted []netip.Prefix
+	invites *guard.Invites
 }
 
-func (s *state) set(g *gate.Gate, rooms []*usher.Room, trusted []netip.Prefix) {
-	s.cur.Store(&live{g, rooms, trusted})
+func (s *state) set(g *gate.Gate, rooms []*usher.Room, trusted []netip.Prefix, invites *guard.Invites) {
+	s.cur.Store(&live{g, rooms, trusted, invites})
 }
+
+// invites returns the invite signer in force.
+func (s *state) invites() *guard.Invites { return s.cur.Load().invites }
 
 // rooms returns the rooms in force.
 func (s *state) rooms() []*usher.Room { return s.cur.Load().rooms }

@@ -32,6 +32,7 @@ Usage:
   usher keys new [--id ID]    print a new ticket key for the config
   usher bench --self          measure usher: flash-crowd, throughput, standing-room
   usher simulate --config F   what a room's visitors go through, on simulated time
+  usher invite new --room R   print an invite link (--uses N --expires T, --admit or --front)
   usher health [--url URL]    exit 0 if a running usher answers /healthz
   usher version               print the version, commit and build date
 
@@ -62,6 +63,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.simulate(ctx, rest)
 	case "keys":
 		err = m.keys(rest)
+	case "invite":
+		err = m.invite(ctx, rest)
 	case "health":
 		err = m.health(ctx, rest)
 	case "version", "--version":

@@ -103,6 +103,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Metrics: metrics,
 			Logger:  log,
 			Version: buildVersion().Version,
+			Invite:  n.invite,
 		})
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
@@ -178,9 +179,15 @@ func (n *node) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	invites, err := guard.NewInvites(powKeys)
+	if err != nil {
+		return err
+	}
 	g, err := gate.New(gate.Options{
 		PoW:           pow,
 		Spent:         n.store,
+		Invites:       invites,
+		InviteUses:    n.store,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
 		Decider:       n.engine,
@@ -201,11 +208,17 @@ func (n *node) apply(cfg *config.Config) error {
 			return err
 		}
 	}
-	n.st.set(g, rooms, trusted)
+	n.st.set(g, rooms, trusted, invites)
 	for _, w := range cfg.Warnings() {
 		n.log.Warn("config: " + w)
 	}
 	return nil
+}
+
+// invite makes an invite link's text with the keys in force.
+func (n *node) invite(room string, uses int, expires time.Time, mode usher.InviteMode) (string, error) {
+	text, _, err := n.st.invites().New(room, uses, expires, mode, nowFunc())
+	return text, err
 }
 
 // background runs the node's background work until ctx ends: on a shared

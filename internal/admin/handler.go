@@ -35,6 +35,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported by GET /healthz.
 	Version string
+	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
+	// 503).
+	Invite InviteFunc
 }
 
 // healthzPattern is the only pattern served without a token.
@@ -50,6 +53,7 @@ type Handler struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	version   string
+	invite    InviteFunc
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -64,6 +68,7 @@ func New(opts Options) *Handler {
 		logger:    opts.Logger,
 		now:       opts.Now,
 		version:   opts.Version,
+		invite:    opts.Invite,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -78,6 +83,7 @@ func New(opts Options) *Handler {
 	mux.HandleFunc(healthzPattern, h.serveHealthz)
 	mux.HandleFunc("GET /v1/rooms", h.serveRooms)
 	mux.HandleFunc("GET /v1/rooms/{id}/status", h.serveRoomStatus)
+	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
 	}

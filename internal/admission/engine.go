@@ -147,7 +147,13 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		base.Outcome = usher.Turn
 		return base, nil
 	}
+	if v.Invite != 0 {
+		t = nil // an invite makes a new visitor
+	}
 	tk, from, fresh := e.waiter(t, now, &sched)
+	if v.Invite == usher.InviteFront {
+		tk.Place = usher.FrontPlace
+	}
 	if !fresh && !tk.NextCheckIn.IsZero() && now.Before(tk.NextCheckIn.Add(-EarlyTolerance)) {
 		return e.early(ctx, room.ID, tk, base, &sched, now)
 	}
@@ -180,12 +186,18 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
 		Force:   s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
 	}
-	if cl := &s.ClientLimit; fresh && cl.On() && v.Client.IsValid() {
+	if v.Invite == usher.InviteAdmit {
+		op.Force = true // in at once, counted
+	}
+	if cl := &s.ClientLimit; fresh && cl.On() && v.Client.IsValid() && v.Invite == 0 {
 		op.Client = usher.ClientOp{Key: limit.Key(cl.Prefix(v.Client)), PerMinute: cl.NewVisitorsPerMinute,
 			Refuse: cl.Rejects(), Back: now.Add(BackSpan).Unix()}
 	}
-	if s.QueueingMethod == usher.Random && !op.NoAdmit {
+	if s.QueueingMethod == usher.Random && !op.NoAdmit && !op.Force {
 		switch {
+		case tk.Place == usher.FrontPlace:
+			// A front invite: in at the first free slot.
+			op.Random, op.Draw = true, 0
 		case fresh:
 			// A visitor without a ticket gets no draw while others wait:
 			// it joins the pool and draws from its first check-in on, so

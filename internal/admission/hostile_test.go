@@ -442,3 +442,35 @@ func TestClientLimitBoundsOneClient(t *testing.T) {
 		}
 	}
 }
+
+// TestInvites: an admit invite goes in at once (counted, past a full
+// room); a front invite waits ahead of everyone, in fifo and random rooms.
+func TestInvites(t *testing.T) {
+	for _, method := range []usher.QueueingMethod{usher.FIFO, usher.Random} {
+		e := newEngine(t)
+		room := simRoom()
+		room.QueueingMethod = method
+		room.TotalActiveUsers = 1
+		decide(t, e, &room, nil, t0)
+		for i := range 5 {
+			decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Second))
+		}
+		in, err := e.Decide(context.Background(), &room, usher.Visit{Now: t0.Add(6 * time.Second), Invite: usher.InviteAdmit})
+		if err != nil || !in.NewlyAdmitted || in.Stats.Active != 2 {
+			t.Fatalf("%s: admit invite: %+v, %v", method, in, err)
+		}
+		front, err := e.Decide(context.Background(), &room, usher.Visit{Now: t0.Add(7 * time.Second), Invite: usher.InviteFront})
+		if err != nil || front.Outcome != usher.Wait || front.Ticket.Place != usher.FrontPlace {
+			t.Fatalf("%s: front invite: %+v, %v", method, front, err)
+		}
+		if method == usher.FIFO && front.Position != 1 {
+			t.Fatalf("front invite at position %d, want 1", front.Position)
+		}
+		// The slots free at +16 s (15 s sessions): the front invite is next.
+		tk := front.Ticket
+		d := decide(t, e, &room, &tk, t0.Add(22*time.Second))
+		if !d.NewlyAdmitted {
+			t.Fatalf("%s: the front invite was not admitted at the first free slot: %+v", method, d)
+		}
+	}
+}

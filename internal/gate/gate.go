@@ -87,6 +87,10 @@ type Options struct {
 	// Spent spends proof-of-work solutions, once each; required with PoW
 	// (the store: shared by every node).
 	Spent guard.Spent
+	// Invites opens invite links (nil: invite links are refused).
+	Invites *guard.Invites
+	// InviteUses counts invite uses; required with Invites (the store).
+	InviteUses InviteUses
 	// RejectUnknownHosts refuses (421) a request whose host no route
 	// names instead of passing it to DefaultOrigin: with rooms on named
 	// hosts, another Host (or none, or an absolute URI for another host)
@@ -116,6 +120,8 @@ type Gate struct {
 	status        statusCache
 	pow           *guard.PoW
 	spent         guard.Spent
+	invites       *guard.Invites
+	inviteUses    InviteUses
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -143,6 +149,11 @@ func New(opts Options) (*Gate, error) {
 		countryHeader: opts.CountryHeader,
 		pow:           opts.PoW,
 		spent:         opts.Spent,
+		invites:       opts.Invites,
+		inviteUses:    opts.InviteUses,
+	}
+	if g.invites != nil && g.inviteUses == nil {
+		return nil, errors.New("gate: invites without a use counter")
 	}
 	if g.pow != nil && g.spent == nil {
 		return nil, errors.New("gate: proof of work without a Spent set")

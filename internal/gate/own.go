@@ -33,6 +33,7 @@ func ownPath(p string) (bool, string) {
 // serveOwn answers usher's own paths (rest is the path after OwnPrefix):
 //
 //	status/<room>  the room's live counters as JSON
+//	invite/<text>  an invite link (serveInvite)
 //	assets/<name>  the static assets of the pages
 //
 // Anything else is 404.
@@ -41,6 +42,8 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	switch strings.ToLower(kind) {
 	case "status":
 		g.serveStatus(w, r, arg)
+	case "invite":
+		g.serveInvite(w, r, arg)
 	case "assets":
 		r2 := new(http.Request)
 		*r2 = *r

@@ -431,23 +431,6 @@ func canonicalPrefix(p netip.Prefix) netip.Prefix {
 	return p.Masked()
 }
 
-// ClientPrefix returns the prefix a challenge binds to for a client
-// address: the first v4Bits of an IPv4 address (IPv4-mapped IPv6 counts
-// as IPv4), the first v6Bits of an IPv6 address, the zone dropped. Bits out
-// of range are clamped. An invalid address gives an invalid prefix.
-func ClientPrefix(addr netip.Addr, v4Bits, v6Bits int) netip.Prefix {
-	if !addr.IsValid() {
-		return netip.Prefix{}
-	}
-	addr = addr.Unmap().WithZone("")
-	bitsLen := min(max(v6Bits, 0), 128)
-	if addr.Is4() {
-		bitsLen = min(max(v4Bits, 0), 32)
-	}
-	p, _ := addr.Prefix(bitsLen)
-	return p
-}
-
 // validChallengeText reports whether s holds only URL-safe base64 and
 // '.': the decoder would skip line breaks, and a challenge must verify
 // only as Issue wrote it.

@@ -308,41 +308,6 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-func TestClientPrefix(t *testing.T) {
-	tests := []struct {
-		addr         string
-		v4, v6       int
-		want         string
-		wantInvalid  bool
-		invalidInput bool
-	}{
-		{addr: "203.0.113.77", v4: 24, v6: 64, want: "203.0.113.0/24"},
-		{addr: "203.0.113.77", v4: 32, v6: 64, want: "203.0.113.77/32"},
-		{addr: "::ffff:203.0.113.77", v4: 24, v6: 64, want: "203.0.113.0/24"},
-		{addr: "2001:db8:1:2:3:4:5:6", v4: 24, v6: 64, want: "2001:db8:1:2::/64"},
-		{addr: "fe80::1%eth0", v4: 24, v6: 64, want: "fe80::/64"},
-		{addr: "203.0.113.77", v4: 99, v6: 64, want: "203.0.113.77/32"},
-		{addr: "2001:db8::1", v4: 24, v6: -5, want: "::/0"},
-		{invalidInput: true, wantInvalid: true},
-	}
-	for _, tt := range tests {
-		var a netip.Addr
-		if !tt.invalidInput {
-			a = netip.MustParseAddr(tt.addr)
-		}
-		got := ClientPrefix(a, tt.v4, tt.v6)
-		if tt.wantInvalid {
-			if got.IsValid() {
-				t.Errorf("ClientPrefix(%v) = %v, want invalid", a, got)
-			}
-			continue
-		}
-		if got.String() != tt.want {
-			t.Errorf("ClientPrefix(%v, %d, %d) = %v, want %s", a, tt.v4, tt.v6, got, tt.want)
-		}
-	}
-}
-
 func TestSplitSolution(t *testing.T) {
 	tests := []struct {
 		in, c, n string

@@ -113,7 +113,7 @@ func newPoWServer(t *testing.T, difficulty int) (*powServer, *httptest.Server) {
 func (ps *powServer) serve(w http.ResponseWriter, r *http.Request) {
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	addr, _ := netip.ParseAddr(host)
-	client := guard.ClientPrefix(addr, 32, 64)
+	client := usher.ClientPrefix(addr, 32, 64)
 	w.Header().Set("Cache-Control", "no-store")
 	if ck, err := r.Cookie(guard.Cookie); err == nil {
 		c, n, _ := guard.SplitSolution(ck.Value)

@@ -195,3 +195,24 @@ func TestSecondProcessCannotOpenTheFile(t *testing.T) {
 		t.Fatalf("the lock took %v to refuse", time.Since(start))
 	}
 }
+
+// TestInviteUsesSurviveCrash: an invite's uses are on disk before
+// UseInvite returns: after a crash it gets no extra use.
+func TestInviteUsesSurviveCrash(t *testing.T) {
+	ctx := context.Background()
+	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
+	id := [16]byte{5}
+	exp := time.Now().Add(time.Hour)
+	for range 2 {
+		if ok, err := a.UseInvite(ctx, "r", id, 2, exp); err != nil || !ok {
+			t.Fatalf("UseInvite = %v, %v", ok, err)
+		}
+	}
+	b := openAt(t, crashImage(t, a), time.Now())
+	if ok, err := b.UseInvite(ctx, "r", id, 2, exp); err != nil || ok {
+		t.Fatalf("a third use after a crash: %v, %v; want refused", ok, err)
+	}
+	if ok, _ := b.UseInvite(ctx, "r", [16]byte{6}, 2, exp); !ok {
+		t.Fatal("another invite was refused")
+	}
+}

@@ -83,8 +83,8 @@ func Open(opts Options) (*Store, error) {
 		rooms:   map[string]*room{},
 		spent:   map[onceKey]time.Time{},
 		invites: map[onceKey]invite{},
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if opts.Path != "" {
 		db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
