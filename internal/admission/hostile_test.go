@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -472,5 +473,29 @@ func TestInvites(t *testing.T) {
 		if !d.NewlyAdmitted {
 			t.Fatalf("%s: the front invite was not admitted at the first free slot: %+v", method, d)
 		}
+	}
+}
+
+// TestMonthLongPrequeueMemory: a shuffled pre-queue spread over 31 days
+// with 50 waiters costs memory for 50 waiters, not for the month of
+// seconds between them (defect 10: 178 MB).
+func TestMonthLongPrequeueMemory(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	start := t0.Add(31 * 24 * time.Hour)
+	room.Events = []usher.Event{{Name: "drop", PrequeueStart: t0, Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+	room.RefreshInterval = time.Minute
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range 50 {
+		decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Second))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("50 waiters of a 31-day shuffled pre-queue: heap grew %d KB", grew>>10)
+	if grew > 4<<20 {
+		t.Fatalf("heap grew %d MB for 50 waiters", grew>>20)
 	}
 }
