@@ -499,3 +499,33 @@ func TestMonthLongPrequeueMemory(t *testing.T) {
 		t.Fatalf("heap grew %d MB for 50 waiters", grew>>20)
 	}
 }
+
+// TestFailOpenFloodKeepsNoState: with the store down and fail_mode open,
+// a flood of visitors without a cookie (each a new identity) leaves no
+// state behind in the engine (defect 10: its map of pending moves grew
+// with every identity).
+func TestFailOpenFloodKeepsNoState(t *testing.T) {
+	e, f := newFlaky(t, true)
+	room := simRoom()
+	f.down = true
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var last usher.Decision
+	for i := range 100_000 {
+		last = decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	// Their renewals while the store is still down keep nothing either.
+	for i := range 10_000 {
+		tk := last.Ticket
+		tk.VisitorID[0] = byte(i)
+		decide(t, e, &room, &tk, t0.Add(100*time.Second+time.Duration(i)*time.Millisecond))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("110,000 fail-open decisions: heap grew %d KB", grew>>10)
+	if grew > 1<<20 {
+		t.Fatalf("the engine kept %d KB for visitors it let in uncounted", grew>>10)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/net/publicsuffix"
+
 	"github.com/usherhq/usher"
 )
 
@@ -88,7 +90,13 @@ func routeHosts(rm *usher.Room) []string {
 // them, with no parent domain in common: its cookie cannot cover them all.
 func checkCookieDomain(r *report, rm *usher.Room, at loc) {
 	hosts, anyHost := roomHosts(rm)
-	if anyHost || len(hosts) < 2 || CookieDomain(hosts) != "" {
+	if anyHost || len(hosts) < 2 {
+		return
+	}
+	if d := CookieDomain(hosts); d != "" {
+		if ps, icann := publicsuffix.PublicSuffix(d); ps == d && (icann || strings.Contains(d, ".")) {
+			r.add(0, at.field("routes"), "the routes' hosts, %s, share only %s, a public suffix (several owners' sites live under it): a cookie for it would go to every one of them, so none is set. Put the hosts under a domain of your own or split the room", joinAnd(hosts), d)
+		}
 		return
 	}
 	r.add(0, at.field("routes"), "the routes' hosts, %s, share no parent domain (of two labels or more, like shop.example), so no cookie covers them all and one visitor cannot be one visitor across them: put the hosts under one domain or split the room", joinAnd(hosts))
