@@ -31,6 +31,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) ./internal/rules
 	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) ./internal/server
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestID$$' -fuzztime $(FUZZTIME) ./internal/server
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/guard
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/token
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzLanguage$$' -fuzztime $(FUZZTIME) ./internal/web
 
 build:
 	$(GO) build -o bin/usher ./cmd/usher
