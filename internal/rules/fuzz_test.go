@@ -87,8 +87,10 @@ func FuzzCompile(f *testing.F) {
 // from the request, must give that answer: in_cidr and in_ip_list against
 // net/netip, with a CIDR that is a constant, a run-time value or a list;
 // header and parameter look-ups against the map the rule iterates and
-// against net/http and net/url. The headers come from header, parsed as
-// net/http parses a request's header block.
+// against net/http and net/url. The first line of path is the request's
+// Path, the others its OtherPaths (a rule bypasses only when it is true on
+// every reading). The headers come from header, parsed as net/http parses
+// a request's header block.
 func FuzzEval(f *testing.F) {
 	seeds := compilingSeeds(f)
 	fixed, err := Compile(seeds, testLists)
@@ -97,7 +99,8 @@ func FuzzEval(f *testing.F) {
 	}
 	oracles := compileOracles(f)
 	f.Fuzz(func(t *testing.T, expr, ip, cidr, host, path, query, method, userAgent, country, header string) {
-		r := &Request{Host: host, Path: path, Query: query, Method: method, UserAgent: userAgent, Country: country, Headers: parseHeader(header)}
+		paths := strings.Split(path, "\n")
+		r := &Request{Host: host, Path: paths[0], OtherPaths: paths[1:], Query: query, Method: method, UserAgent: userAgent, Country: country, Headers: parseHeader(header)}
 		if a, err := netip.ParseAddr(ip); err == nil {
 			r.IP = a
 		}
@@ -203,28 +206,39 @@ func evalProgram(t *testing.T, p *program, r *Request) (result, time.Duration) {
 	return result{value: bool(b)}, took
 }
 
-// checkEval runs every rule of s (what, in messages) on r twice: each must
-// give the same result both times, within evalBudget; Bypass must report
-// the first that is true.
+// checkEval runs every rule of s (what, in messages) on each reading of r
+// (its Path, then each of its OtherPaths) twice: each must give the same
+// result both times, within evalBudget. Bypass must report the first rule
+// that is true on every reading.
 func checkEval(t *testing.T, what string, s *Set, r *Request) {
 	t.Helper()
+	readings := []*Request{r}
+	for _, p := range r.OtherPaths {
+		other := *r
+		other.Path, other.OtherPaths = p, nil
+		readings = append(readings, &other)
+	}
 	first := ""
 	for i := range s.progs {
 		p := &s.progs[i]
-		got, took := evalProgram(t, p, r)
-		again, took2 := evalProgram(t, p, r)
-		if got != again {
-			t.Fatalf("rule %s of %s on %s: %v, then %v", p.name, what, describeRequest(r), got, again)
+		holds := true
+		for _, rd := range readings {
+			got, took := evalProgram(t, p, rd)
+			again, took2 := evalProgram(t, p, rd)
+			if got != again {
+				t.Fatalf("rule %s of %s on %s: %v, then %v", p.name, what, describeRequest(rd), got, again)
+			}
+			if d := min(took, took2); d > evalBudget {
+				t.Fatalf("rule %s of %s on %s took %v, budget %v", p.name, what, describeRequest(rd), d, evalBudget)
+			}
+			holds = holds && got.value
 		}
-		if d := min(took, took2); d > evalBudget {
-			t.Fatalf("rule %s of %s on %s took %v, budget %v", p.name, what, describeRequest(r), d, evalBudget)
-		}
-		if got.value && first == "" {
+		if holds && first == "" {
 			first = p.name
 		}
 	}
 	if ok, name := s.Bypass(r); ok != (first != "") || name != first {
-		t.Fatalf("Bypass(%s) of %s = %v, %q; the first true rule is %q", describeRequest(r), what, ok, name, first)
+		t.Fatalf("Bypass(%s) of %s = %v, %q; the first rule true on every reading is %q", describeRequest(r), what, ok, name, first)
 	}
 }
 
@@ -244,8 +258,12 @@ func describeRequest(r *Request) string {
 		}
 		hs = append(hs, fmt.Sprintf("%s: %s", cut(k), cut(strings.Join(vs, ", "))))
 	}
-	return fmt.Sprintf("{ip %v host %s path %s query %s method %s user_agent %s country %s headers [%s]}",
-		r.IP, cut(r.Host), cut(r.Path), cut(r.Query), cut(r.Method), cut(r.UserAgent), cut(r.Country), strings.Join(hs, "; "))
+	var others []string
+	for _, p := range r.OtherPaths {
+		others = append(others, cut(p))
+	}
+	return fmt.Sprintf("{ip %v host %s path %s other paths [%s] query %s method %s user_agent %s country %s headers [%s]}",
+		r.IP, cut(r.Host), cut(r.Path), strings.Join(others, " "), cut(r.Query), cut(r.Method), cut(r.UserAgent), cut(r.Country), strings.Join(hs, "; "))
 }
 
 // fuzzBigRequest is the largest request the compile-time cost estimate
