@@ -3,7 +3,7 @@
 GO ?= go
 RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... ./internal/ticket/...
 
-.PHONY: test build bench vet fmt deps clean
+.PHONY: test fuzz build bench vet fmt deps clean
 
 # The end-to-end tests (real binary, real time, a minute or more each) run
 # after the others, not beside them, so that their load does not skew the
@@ -15,6 +15,26 @@ test: deps vet
 	$(GO) test -count=1 -timeout 30m -skip '$(E2E)' ./...
 	$(GO) test -count=1 -timeout 30m -parallel 16 -run '$(E2E)' ./cmd/usher
 	$(GO) test -count=1 -timeout 30m -race -skip '$(E2E)' $(RACE_PKGS)
+	$(MAKE) fuzz
+
+# fuzz runs each fuzz target for FUZZTIME beyond its seed corpus
+# (testdata/fuzz/<target>, which the plain go test above runs as regression
+# cases). Go fuzzes one target per run. An input that fails is written to
+# the target's testdata/fuzz: commit it with the fix.
+FUZZTIME ?= 10s
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/ticket
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/ticket
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./internal/rules
+	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) ./internal/rules
+	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) ./internal/server
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestID$$' -fuzztime $(FUZZTIME) ./internal/server
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/guard
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/token
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzLanguage$$' -fuzztime $(FUZZTIME) ./internal/web
 
 build:
 	$(GO) build -o bin/usher ./cmd/usher
