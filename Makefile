@@ -1,7 +1,8 @@
 # usher's build. `make test` is the one command that runs the whole suite on a
 # fresh machine: it installs what the tests need when it is missing.
 GO ?= go
-RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... ./internal/ticket/...
+RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
+	./internal/guard/... ./internal/limit/... ./internal/token/... ./verify/...
 
 .PHONY: test fuzz build bench vet fmt deps clean
 
@@ -22,19 +23,21 @@ test: deps vet
 # cases). Go fuzzes one target per run. An input that fails is written to
 # the target's testdata/fuzz: commit it with the fix.
 FUZZTIME ?= 10s
+# FUZZMIN bounds the time spent shrinking each new input the fuzzer finds.
+FUZZMIN ?= 2s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/ticket
-	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) ./internal/ticket
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./internal/rules
-	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) ./internal/rules
-	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) ./internal/server
-	$(GO) test -run '^$$' -fuzz '^FuzzRequestID$$' -fuzztime $(FUZZTIME) ./internal/server
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/guard
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/token
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./verify
-	$(GO) test -run '^$$' -fuzz '^FuzzLanguage$$' -fuzztime $(FUZZTIME) ./internal/web
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
+	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
+	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestID$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/guard
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/token
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./verify
+	$(GO) test -run '^$$' -fuzz '^FuzzLanguage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/web
 
 build:
 	$(GO) build -o bin/usher ./cmd/usher
