@@ -52,8 +52,12 @@ func checkRules(r *report, rm *usher.Room, at loc, lists map[string][]netip.Pref
 	if len(rm.Rules) == 0 {
 		return
 	}
+	if len(rm.Rules) > maxPerRoom {
+		return
+	}
 	rs := make([]rules.Rule, len(rm.Rules))
 	for j, rl := range rm.Rules {
+		checkText(r, ruleLoc(at, j, rl.Description).field("description"), rl.Description)
 		switch rl.Action {
 		case "", rules.ActionBypass:
 		default:

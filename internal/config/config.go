@@ -282,6 +282,13 @@ func parseProxy(s string) (netip.Prefix, error) {
 		if err != nil {
 			return netip.Prefix{}, fmt.Errorf("must be an IP address or CIDR prefix, got %q", s)
 		}
+		if a := p.Addr(); a.Is4In6() {
+			// Peers are compared unmapped: ::ffff:10.0.0.0/104 is 10.0.0.0/8.
+			if p.Bits() < 96 {
+				return netip.Prefix{}, fmt.Errorf("an IPv4-mapped prefix must be /96 or longer, got %q", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)

@@ -246,3 +246,56 @@ func TestExplainWriteError(t *testing.T) {
 type errWriter struct{ err error }
 
 func (w errWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestFuzzFindingsConfig holds what fuzzing found in Parse, each fixed:
+// aliases that made a small file cost seconds and gigabytes, problem lists
+// without end, and values that broke a problem over several lines.
+func TestFuzzFindingsConfig(t *testing.T) {
+	t.Run("aliases", func(t *testing.T) {
+		for _, doc := range []string{
+			"origin: http://a\nrooms:\n  - id: r\n    total_active_users: 1\n    new_users_per_minute: 1\n    events: [&e {name: e, event_start_time: 2026-01-01T00:00:00Z, event_end_time: 2026-01-02T00:00:00Z}" + strings.Repeat(", *e", 3000) + "]\n",
+			"origin: http://a\nrooms: [&r {id: a, total_active_users: 1, new_users_per_minute: 1}" + strings.Repeat(", *r", 3000) + "]\n",
+			"a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nrooms: [*e]\n",
+		} {
+			start := time.Now()
+			_, err := Parse(strings.NewReader(doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("%d bytes took %v", len(doc), d)
+			}
+			var v *ValidationError
+			if !errors.As(err, &v) || len(v.Problems) > MaxProblems {
+				t.Errorf("%d problems, want at most %d", len(v.Problems), MaxProblems)
+			}
+		}
+	})
+	t.Run("one line per problem", func(t *testing.T) {
+		for _, doc := range []string{
+			"admin: !t \"a\\nb\"\n",
+			"origin: http://a\nrooms:\n  - id: r\n    name: \"a\\nRoom \\\"b\\\" covers everything\"\n    total_active_users: 1\n    new_users_per_minute: 1\n",
+			"rooms:\n  - rules:\n      - !0000000000 >1\n       000\n        00\n",
+		} {
+			_, err := Parse(strings.NewReader(doc))
+			var v *ValidationError
+			if !errors.As(err, &v) {
+				t.Fatalf("%q: accepted", doc)
+			}
+			for _, p := range v.Problems {
+				if strings.ContainsAny(p.String(), "\r\n") {
+					t.Errorf("%q: problem on several lines: %q", doc, p.String())
+				}
+			}
+		}
+	})
+}
+
+func TestMappedTrustedProxy(t *testing.T) {
+	c := Default()
+	c.TrustedProxies = []string{"::ffff:10.0.0.0/104"}
+	ps, err := c.TrustedProxyPrefixes()
+	if err != nil || len(ps) != 1 || ps[0].String() != "10.0.0.0/8" {
+		t.Fatalf("TrustedProxyPrefixes = %v, %v; want 10.0.0.0/8", ps, err)
+	}
+}

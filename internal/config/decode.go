@@ -21,6 +21,27 @@ import (
 type decoder struct {
 	problems report
 	lines    map[string]int
+	nodes    int  // values decoded so far (aliases count each time)
+	tooBig   bool // maxNodes was passed: stop decoding
+}
+
+// maxNodes bounds the values a document may expand to: aliases repeat
+// what they name, and a small file of aliases to aliases could otherwise
+// make the decoder (and the checks after it) walk millions of values.
+const maxNodes = 100_000
+
+// budget counts n more values and reports whether decoding may go on.
+func (d *decoder) budget(n *yaml.Node, at loc, count int) bool {
+	if d.tooBig {
+		return false
+	}
+	d.nodes += count
+	if d.nodes > maxNodes {
+		d.tooBig = true
+		d.problems.add(n.Line, at, "the document expands to more than %d values (aliases repeat what they name): use fewer aliases or split the config", maxNodes)
+		return false
+	}
+	return true
 }
 
 // field decodes the value of one field at its place.
@@ -90,10 +111,13 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		if n.ShortTag() == "!!str" {
-			return strconv.Quote(n.Value)
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool", "!!null":
+			if strings.IndexFunc(n.Value, isControl) < 0 {
+				return n.Value
+			}
 		}
-		return n.Value
+		return strconv.Quote(n.Value)
 	}
 	return "an unexpected node"
 }
@@ -118,6 +142,9 @@ func (d *decoder) mapping(n *yaml.Node, at loc, fields map[string]field) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		d.problems.add(n.Line, at, "must be a mapping, got %s", describe(n))
+		return
+	}
+	if !d.budget(n, at, len(n.Content)/2) {
 		return
 	}
 	seen := make(map[string]int)
@@ -145,6 +172,9 @@ func (d *decoder) mapping(n *yaml.Node, at loc, fields map[string]field) {
 func (d *decoder) list(n *yaml.Node, at loc, item func(n *yaml.Node, at loc)) {
 	if n.Kind != yaml.SequenceNode {
 		d.problems.add(n.Line, at, "must be a list, got %s", describe(n))
+		return
+	}
+	if !d.budget(n, at, len(n.Content)) {
 		return
 	}
 	for i, c := range n.Content {
@@ -187,7 +217,7 @@ func (d *decoder) integer(dst *int) field {
 		}
 		var v int
 		if err := n.Decode(&v); err != nil {
-			d.problems.add(n.Line, at, "must be an integer that fits in %d bits, got %s", strconv.IntSize, n.Value)
+			d.problems.add(n.Line, at, "must be an integer that fits in %d bits, got %s", strconv.IntSize, describe(n))
 			return
 		}
 		*dst = v

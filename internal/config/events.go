@@ -19,6 +19,9 @@ func checkEvents(r *report, rm *usher.Room, at loc) {
 		valid[j] = checkEvent(r, e, eat)
 		checkOverrides(r, &e.Overrides, eat)
 	}
+	if len(rm.Events) > maxPerRoom {
+		return
+	}
 	for j := range rm.Events {
 		for i := range j {
 			a, b := &rm.Events[i], &rm.Events[j]
@@ -38,6 +41,7 @@ func checkEvent(r *report, e *usher.Event, at loc) bool {
 	if strings.TrimSpace(e.Name) == "" {
 		r.add(0, at.field("name"), "required")
 	}
+	checkText(r, at.field("name"), e.Name)
 	const want = "required, an RFC 3339 time like \"2026-12-01T10:00:00Z\""
 	if e.Start.IsZero() {
 		r.add(0, at.field("event_start_time"), want)

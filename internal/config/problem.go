@@ -40,7 +40,28 @@ func (p Problem) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(p.Message)
-	return b.String()
+	return oneLine(b.String())
+}
+
+// oneLine replaces the line breaks and other control characters a value
+// from the file may bring into a message, so that a problem stays one line
+// (and a crafted name cannot forge another line of output).
+func oneLine(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+// isControl reports the characters oneLine replaces: C0 and C1 controls
+// and Unicode's line and paragraph separators.
+func isControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == 0x2028 || r == 0x2029 || r == 0x85
 }
 
 // where renders Path, naming the room, event and rule after their index:
@@ -106,15 +127,24 @@ func (e *ValidationError) Unwrap() error {
 // report collects problems.
 type report []Problem
 
+// MaxProblems is the most problems a ValidationError lists; the last one
+// then says how many more there were.
+const MaxProblems = 100
+
 // add records a problem at a place, on a line if known (else 0).
 func (r *report) add(line int, at loc, format string, args ...any) {
 	*r = append(*r, Problem{Line: line, Path: at.path, Room: at.room, Event: at.event, Rule: at.rule, Message: fmt.Sprintf(format, args...)})
 }
 
-// err returns the problems as a *ValidationError, or nil if there are none.
+// err returns the problems as a *ValidationError, or nil if there are none:
+// at most MaxProblems of them, the last saying how many more there were.
 func (r report) err() error {
 	if len(r) == 0 {
 		return nil
+	}
+	if len(r) > MaxProblems {
+		more := len(r) - (MaxProblems - 1)
+		r = append(r[:MaxProblems-1:MaxProblems-1], Problem{Message: fmt.Sprintf("and %d more problems", more)})
 	}
 	return &ValidationError{Problems: r}
 }

@@ -50,11 +50,15 @@ func sameRoute(a, b usher.Route, foldPath bool) bool {
 // the same name and overlapping scopes: a browser would send one room's
 // cookie to the other.
 func checkCookieScopes(r *report, rooms []usher.Room) {
+	scopes := make([]cookieScope, len(rooms))
+	for i := range rooms {
+		scopes[i] = scopeOf(&rooms[i])
+	}
 	for i := range rooms {
 		b := &rooms[i]
 		for j := range i {
 			a := &rooms[j]
-			if a.CookieName() != b.CookieName() || !hostsMeet(a, b) || !pathsNest(a.CookiePath(), b.CookiePath()) {
+			if a.CookieName() != b.CookieName() || !scopesMeet(scopes[j], scopes[i]) || !pathsNest(a.CookiePath(), b.CookiePath()) {
 				continue
 			}
 			r.add(0, roomLoc(i, b.ID).field("cookie_suffix"),
@@ -150,8 +154,11 @@ func domainCovers(d, h string) bool {
 
 // hostsMeet reports whether a request host can get the cookies of both
 // rooms.
-func hostsMeet(a, b *usher.Room) bool {
-	as, bs := scopeOf(a), scopeOf(b)
+func hostsMeet(a, b *usher.Room) bool { return scopesMeet(scopeOf(a), scopeOf(b)) }
+
+// scopesMeet reports whether a request host can get the cookies of both
+// scopes.
+func scopesMeet(as, bs cookieScope) bool {
 	switch {
 	case as.anyHost || bs.anyHost:
 		return true

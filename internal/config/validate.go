@@ -52,6 +52,10 @@ func (c *Config) Validate() error {
 	if c.CountryHeader != "" && !validHeaderName(c.CountryHeader) {
 		r.add(0, loc{path: "country_header"}, "must be a header name like CF-IPCountry (letters, digits and !#$%%&'*+-.^_`|~), got %q", c.CountryHeader)
 	}
+	if len(c.Rooms) > maxRooms {
+		r.add(0, loc{path: "rooms"}, "at most %d rooms, got %d: run several usher configs", maxRooms, len(c.Rooms))
+		return r.err()
+	}
 	lists := c.IPLists()
 	ids := make(map[string]int)
 	for i := range c.Rooms {
@@ -123,9 +127,30 @@ func (c *Config) checkKeys(r *report) {
 	}
 }
 
+// The most rooms a config, and routes, events and rules a room, may have:
+// several checks compare every pair.
+const (
+	maxRooms   = 1000
+	maxPerRoom = 200
+)
+
+// checkText reports a name or description with control characters: each
+// is shown on one line of usher check's output and of problems.
+func checkText(r *report, at loc, s string) {
+	if strings.IndexFunc(s, isControl) >= 0 {
+		r.add(0, at, "must not contain line breaks or control characters, got %q", s)
+	}
+}
+
 // checkRoom checks one room's own fields. hasOrigin reports whether the
 // config has a top-level origin for the room to fall back on.
 func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
+	checkText(r, at.field("name"), rm.Name)
+	for name, n := range map[string]int{"routes": len(rm.Routes), "events": len(rm.Events), "rules": len(rm.Rules)} {
+		if n > maxPerRoom {
+			r.add(0, at.field(name), "at most %d, got %d", maxPerRoom, n)
+		}
+	}
 	switch {
 	case rm.ID == "":
 		r.add(0, at.field("id"), "required")

@@ -5,6 +5,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"reflect"
+	"sort"
 	"strings"
 
 	"cel.dev/cel-go/common/types"
@@ -46,28 +47,61 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.ip, true
 	case "host":
-		return types.String(r.Host), true
+		return bounded(r.Host), true
 	case "path":
-		return types.String(r.Path), true
+		return bounded(r.Path), true
 	case "query":
-		return types.String(r.Query), true
+		return bounded(r.Query), true
 	case "params":
 		if a.params == nil {
-			// ParseQuery keeps the pairs it could parse.
-			vals, _ := url.ParseQuery(r.Query)
-			a.params = types.NewMap(types.DefaultTypeAdapter, map[string][]string(vals))
+			if len(r.Query) > MaxStringSize {
+				a.params = errTooLarge
+			} else {
+				// ParseQuery keeps the pairs it could parse.
+				vals, _ := url.ParseQuery(r.Query)
+				a.params = sortedMap{types.NewMap(types.DefaultTypeAdapter, map[string][]string(vals)).(traits.Mapper)}
+			}
 		}
 		return a.params, true
 	case "method":
-		return types.String(r.Method), true
+		return bounded(r.Method), true
 	case "headers":
 		return &a.headers, true
 	case "user_agent":
-		return types.String(r.UserAgent), true
+		return bounded(r.UserAgent), true
 	case "country":
-		return types.String(r.Country), true
+		return bounded(r.Country), true
 	}
 	return nil, false
+}
+
+// errTooLarge is the value of a variable larger than the cost estimates
+// assume: a rule that reads it fails, and a failed rule never bypasses.
+var errTooLarge = types.NewErr("value larger than %d bytes", MaxStringSize)
+
+// bounded is s as a CEL string, or errTooLarge past MaxStringSize.
+func bounded(s string) ref.Val {
+	if len(s) > MaxStringSize {
+		return errTooLarge
+	}
+	return types.String(s)
+}
+
+// sortedMap is a map whose iteration visits its keys in sorted order, so
+// that a rule that iterates (exists, map, ...) gives the same answer every
+// time for the same request, whatever Go's map order.
+type sortedMap struct{ traits.Mapper }
+
+// Iterator implements traits.Iterable: the keys, sorted.
+func (m sortedMap) Iterator() traits.Iterator {
+	var keys []string
+	for it := m.Mapper.Iterator(); it.HasNext() == types.True; {
+		if k, ok := it.Next().(types.String); ok {
+			keys = append(keys, string(k))
+		}
+	}
+	sort.Strings(keys)
+	return types.NewStringList(types.DefaultTypeAdapter, keys).(traits.Lister).Iterator()
 }
 
 // Parent implements interpreter.Activation.
@@ -145,7 +179,7 @@ func (m *headerMap) materialize() traits.Mapper {
 				out[lk] = v
 			}
 		}
-		m.full = types.NewStringStringMap(types.DefaultTypeAdapter, out)
+		m.full = sortedMap{types.NewStringStringMap(types.DefaultTypeAdapter, out)}
 	}
 	return m.full
 }
@@ -154,7 +188,7 @@ func (m *headerMap) materialize() traits.Mapper {
 func (m *headerMap) Find(key ref.Val) (ref.Val, bool) {
 	if s, ok := key.(types.String); ok {
 		if v, found := m.lookup(string(s)); found {
-			return types.String(v), true
+			return bounded(v), true
 		}
 		return nil, false
 	}
@@ -165,7 +199,7 @@ func (m *headerMap) Find(key ref.Val) (ref.Val, bool) {
 func (m *headerMap) Get(key ref.Val) ref.Val {
 	if s, ok := key.(types.String); ok {
 		if v, found := m.lookup(string(s)); found {
-			return types.String(v)
+			return bounded(v)
 		}
 	}
 	return m.materialize().Get(key)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 
@@ -32,6 +33,18 @@ const (
 	// MaxEntries is the number of headers, of parameters and of values of
 	// one parameter that compile-time cost estimates assume.
 	MaxEntries = 100
+
+	// MaxRegexpInsts bounds a matches pattern's compiled program: Go's
+	// regexp runs in time proportional to the input times the program, and
+	// counted repeats (\pL{1000}) make programs large while the cost
+	// estimate prices only the pattern's text.
+	MaxRegexpInsts = 256
+
+	// MaxNesting and MaxExpressionSize bound an expression's parse: deeply
+	// nested literals take the type checker time that grows steeply with
+	// their depth.
+	MaxNesting        = 32
+	MaxExpressionSize = 4096
 )
 
 // Function names.
@@ -69,6 +82,8 @@ func (c *compiler) env() (*cel.Env, error) {
 		cel.Function(fnInList, cel.MemberOverload("string_in_ip_list_string",
 			[]*cel.Type{cel.StringType, cel.StringType}, cel.BoolType,
 			cel.BinaryBinding(c.inList))),
+		cel.ParserRecursionLimit(MaxNesting),
+		cel.ParserExpressionSizeLimit(MaxExpressionSize),
 		cel.ASTValidators(
 			cel.ValidateDurationLiterals(),
 			cel.ValidateTimestampLiterals(),
@@ -89,6 +104,10 @@ func (c *compiler) compile(env *cel.Env, expr string) (cel.Program, []string) {
 	if iss.Err() != nil {
 		var out []string
 		for _, e := range iss.Errors() {
+			if e.Location.Line() < 1 || e.Location.Column() < 0 {
+				out = append(out, e.Message) // no position to give
+				continue
+			}
 			out = append(out, fmt.Sprintf("%d:%d: %s", e.Location.Line(), e.Location.Column()+1, e.Message))
 		}
 		return nil, out
@@ -216,6 +235,8 @@ func (v constValidator) Validate(_ *cel.Env, _ cel.ValidatorConfig, a *ast.AST, 
 		if s, ok := arg.AsLiteral().(types.String); ok {
 			if _, err := regexp.Compile(string(s)); err != nil {
 				iss.ReportErrorAtID(arg.ID(), "matches: invalid regular expression %q: %v", string(s), err)
+			} else if n := regexpInsts(string(s)); n > MaxRegexpInsts {
+				iss.ReportErrorAtID(arg.ID(), "matches: the regular expression %q is too large to run on every request (%d instructions, limit %d): use fewer or smaller counted repeats", string(s), n, MaxRegexpInsts)
 			}
 		}
 	}
@@ -252,6 +273,20 @@ func (v constValidator) Validate(_ *cel.Env, _ cel.ValidatorConfig, a *ast.AST, 
 			}
 		}
 	}
+}
+
+// regexpInsts returns the size of the program Go's regexp runs for a
+// valid pattern.
+func regexpInsts(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
 }
 
 func knownLists(lists map[string][]netip.Prefix) string {

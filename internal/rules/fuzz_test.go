@@ -158,15 +158,6 @@ func checkCompileError(t *testing.T, expr string, err error) {
 		}
 		line, _ := strconv.Atoi(m[1])
 		col, _ := strconv.Atoi(m[2])
-		if col == 0 {
-			// Known issue: Compile writes the errors that CEL gives no
-			// place, such as `[].exists(.,0)`'s "argument must be a simple
-			// name" or a nesting deeper than 250, with a position of "1:0"
-			// or "-1:0" instead of none. The fuzzer finds one in seconds,
-			// so this target lets them through until Compile is fixed;
-			// then delete this if.
-			continue
-		}
 		if line < 1 || line > len(lines) || col < 1 || col > utf8.RuneCountInString(lines[line-1])+1 {
 			t.Fatalf("Compile(%.200q): error %.300q: position %d:%d is not in the expression", expr, e, line, col)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var testLists = map[string][]netip.Prefix{
@@ -594,4 +595,62 @@ func TestBypassHoldsForEveryReading(t *testing.T) {
 			t.Errorf("%s (others %v): bypass %v by %q, want %q", tc.path, tc.others, ok, name, tc.want)
 		}
 	}
+}
+
+// TestFuzzFindings holds what fuzzing found in rules, each fixed: a
+// counted repeat that made matches cost seconds per request, nesting that
+// made compiling cost seconds, positions CEL does not give, oversized
+// values, and iteration order.
+func TestFuzzFindings(t *testing.T) {
+	t.Run("large regular expression", func(t *testing.T) {
+		for _, expr := range []string{`user_agent.matches("\\pL{1000}y")`, `path.matches("(.{100}){10}y")`, `path.matches("[^x]{1000}y")`} {
+			if _, err := Compile([]Rule{{Expression: expr, Enabled: true}}, nil); err == nil || !strings.Contains(err.Error(), "too large") {
+				t.Errorf("%s: %v, want refused as too large", expr, err)
+			}
+		}
+		if _, err := Compile([]Rule{{Expression: `user_agent.matches("(?i)(pingdom|uptimerobot)")`, Enabled: true}}, nil); err != nil {
+			t.Errorf("an ordinary pattern: %v", err)
+		}
+	})
+	t.Run("deep nesting", func(t *testing.T) {
+		expr := strings.Repeat("[", 200) + strings.Repeat("]", 200) + " == []"
+		start := time.Now()
+		_, err := Compile([]Rule{{Expression: expr, Enabled: true}}, nil)
+		if err == nil || time.Since(start) > 200*time.Millisecond {
+			t.Errorf("200 nested lists: %v after %v, want refused at once", err, time.Since(start))
+		}
+	})
+	t.Run("no made-up positions", func(t *testing.T) {
+		_, err := Compile([]Rule{{Expression: "[].exists(.,0)", Enabled: true}}, nil)
+		if err == nil || strings.Contains(err.Error(), ":0:") || strings.Contains(err.Error(), "-1:") {
+			t.Errorf("error %v has a position CEL did not give", err)
+		}
+	})
+	t.Run("oversized values never bypass", func(t *testing.T) {
+		set, err := Compile([]Rule{{Description: "bot", Expression: `!user_agent.contains("bot")`, Enabled: true},
+			{Description: "hdr", Expression: `headers["x-a"] != "z"`, Enabled: true}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		h.Set("X-A", strings.Repeat("a", MaxStringSize+1))
+		if ok, name := set.Bypass(&Request{UserAgent: strings.Repeat("b", MaxStringSize+1), Headers: h}); ok {
+			t.Errorf("a request with values past %d bytes bypassed by %q", MaxStringSize, name)
+		}
+	})
+	t.Run("iteration order", func(t *testing.T) {
+		set, err := Compile([]Rule{{Expression: `headers.map(k, k)[0] == "x-a" && params.map(k, k)[0] == "a"`, Enabled: true}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		for _, k := range []string{"X-C", "X-A", "X-B", "X-D"} {
+			h.Set(k, "1")
+		}
+		for range 100 {
+			if ok, _ := set.Bypass(&Request{Headers: h, Query: "c=1&a=2&b=3"}); !ok {
+				t.Fatal("map iteration is not in key order")
+			}
+		}
+	})
 }
