@@ -72,6 +72,10 @@ type Ticket struct {
 	// limit: in a random room it only goes in when there is room for every
 	// live waiter.
 	Back bool
+	// Position is the place in line the visitor was last told while it
+	// waited (kept once it is admitted: the admission token says it); 0
+	// when it never waited.
+	Position int64
 	// Binding, when not zero, ties the ticket to the client that got it (a
 	// hash of its address prefix and user agent, as the room's
 	// ticket_binding says): on another client it opens as a new visitor.

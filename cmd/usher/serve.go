@@ -18,6 +18,7 @@ import (
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
+	"github.com/usherhq/usher/internal/token"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
@@ -183,11 +184,20 @@ func (n *node) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	var tokens *gate.Tokens
+	if at := cfg.AdmissionToken; !at.Disabled {
+		signer, err := token.New(powKeys, token.Options{Issuer: at.Issuer, TTL: at.TTL})
+		if err != nil {
+			return err
+		}
+		tokens = &gate.Tokens{Signer: signer, Header: at.Header}
+	}
 	g, err := gate.New(gate.Options{
 		PoW:           pow,
 		Spent:         n.store,
 		Invites:       invites,
 		InviteUses:    n.store,
+		Tokens:        tokens,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
 		Decider:       n.engine,

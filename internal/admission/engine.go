@@ -258,6 +258,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	tk.CountedAt = counted
 	tk.Cell = op.WaitExp
 	tk.NextCheckIn = next
+	tk.Position = res.Ahead + 1
 	d.Outcome = usher.Wait
 	d.Ticket = tk
 	d.Position = res.Ahead + 1

@@ -50,6 +50,9 @@ type Config struct {
 	// Reloadable for what a reload may change). False: the config is read
 	// once, at start.
 	WatchConfig bool
+	// AdmissionToken is the signed token admitted requests carry to the
+	// origin (and forward-auth answers to the proxy).
+	AdmissionToken AdmissionToken
 	// UnknownHosts is what happens to a request whose host no route names:
 	// "reject" refuses it (421), "pass" sends it to Origin untouched.
 	// Empty: reject when any room's route names a host (another Host would
@@ -84,6 +87,24 @@ func (a *Admin) BearerToken() string {
 		return a.Token
 	}
 	return a.fileToken
+}
+
+// AdmissionToken configures admission tokens: a JWT (EdDSA) that says a
+// request comes from a visitor the line admitted, for the origin to check
+// with the keys at /__usher/jwks.json. The zero value gives every admitted
+// request a token in X-Usher-Admission, valid 5 minutes (never past the
+// session), signed with keys derived from the ticket key ring.
+type AdmissionToken struct {
+	// Disabled sends no tokens (and serves no keys).
+	Disabled bool
+	// Header carries the token (empty: X-Usher-Admission). A client's own
+	// copy of it never reaches the origin.
+	Header string
+	// TTL is how long a token is valid (zero: 5m), never past the session.
+	TTL time.Duration
+	// Issuer is the "iss" claim (empty: "usher"): the site's public URL is
+	// a good choice.
+	Issuer string
 }
 
 // Store chooses where room counters and keys are kept.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -57,6 +58,10 @@ func (c *Config) Explain(w io.Writer) error {
 	}
 	if c.CountryHeader != "" {
 		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
+	}
+	if at := c.AdmissionToken; !at.Disabled {
+		fmt.Fprintf(&b, "Admitted requests carry a signed admission token in %s for the origin to check (keys at /__usher/jwks.json).\n",
+			cmp.Or(at.Header, "X-Usher-Admission"))
 	}
 	if c.WatchConfig {
 		b.WriteString("The config is reloaded when its file changes.\n")

@@ -59,7 +59,18 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 				c.Rooms = append(c.Rooms, d.room(n, at))
 			})
 		},
-		"unknown_hosts":  d.text(&c.UnknownHosts),
+		"unknown_hosts": d.text(&c.UnknownHosts),
+		"admission_token": func(n *yaml.Node, at loc) {
+			at2 := &c.AdmissionToken
+			enabled := true
+			d.mapping(n, at, map[string]field{
+				"enabled": d.boolean(&enabled),
+				"header":  d.text(&at2.Header),
+				"ttl":     d.duration(&at2.TTL),
+				"issuer":  d.text(&at2.Issuer),
+			})
+			at2.Disabled = !enabled
+		},
 		"ip_lists":       d.ipLists(&c.IPListEntries),
 		"country_header": d.text(&c.CountryHeader),
 		"watch_config":   d.boolean(&c.WatchConfig),

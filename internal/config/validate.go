@@ -44,6 +44,18 @@ func (c *Config) Validate() error {
 	}
 	c.checkKeys(&r)
 	c.checkIPLists(&r)
+	if t := &c.AdmissionToken; !t.Disabled {
+		at := loc{path: "admission_token"}
+		if t.Header != "" && !validHeaderName(t.Header) {
+			r.add(0, at.field("header"), "must be a header name like X-Usher-Admission, got %q", t.Header)
+		}
+		if t.TTL != 0 && (t.TTL < 10*time.Second || t.TTL > time.Hour) {
+			r.add(0, at.field("ttl"), "must be from 10s to 1h, got %s", formatDuration(t.TTL))
+		}
+		if strings.IndexFunc(t.Issuer, isControl) >= 0 || len(t.Issuer) > 256 {
+			r.add(0, at.field("issuer"), "must be at most 256 characters without control characters")
+		}
+	}
 	switch c.UnknownHosts {
 	case "", "reject", "pass":
 	default:

@@ -87,6 +87,9 @@ type Options struct {
 	// Spent spends proof-of-work solutions, once each; required with PoW
 	// (the store: shared by every node).
 	Spent guard.Spent
+	// Tokens signs admission tokens for admitted requests and serves the
+	// JWKS and verify endpoints (nil: no tokens).
+	Tokens *Tokens
 	// Invites opens invite links (nil: invite links are refused).
 	Invites *guard.Invites
 	// InviteUses counts invite uses; required with Invites (the store).
@@ -122,6 +125,7 @@ type Gate struct {
 	spent         guard.Spent
 	invites       *guard.Invites
 	inviteUses    InviteUses
+	tokens        *Tokens
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -151,9 +155,16 @@ func New(opts Options) (*Gate, error) {
 		spent:         opts.Spent,
 		invites:       opts.Invites,
 		inviteUses:    opts.InviteUses,
+		tokens:        opts.Tokens,
 	}
 	if g.invites != nil && g.inviteUses == nil {
 		return nil, errors.New("gate: invites without a use counter")
+	}
+	if g.tokens != nil {
+		if g.tokens.Signer == nil {
+			return nil, errors.New("gate: tokens without a signer")
+		}
+		g.tokens.init(g.now)
 	}
 	if g.pow != nil && g.spent == nil {
 		return nil, errors.New("gate: proof of work without a Spent set")
@@ -291,7 +302,6 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if own, rest := ownPath(m.Path); own {
-		dropBody(w, r)
 		g.serveOwn(w, r, rest)
 		return
 	}

@@ -34,16 +34,34 @@ func ownPath(p string) (bool, string) {
 //
 //	status/<room>  the room's live counters as JSON
 //	invite/<text>  an invite link (serveInvite)
+//	jwks.json      the admission tokens' public keys
+//	verify         whether an admission token is valid for a room
 //	assets/<name>  the static assets of the pages
 //
 // Anything else is 404.
 func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	kind, arg, _ := strings.Cut(rest, "/")
-	switch strings.ToLower(kind) {
+	kind = strings.ToLower(kind)
+	if kind != "verify" {
+		dropBody(w, r) // only verify reads a body (a form)
+	}
+	switch kind {
 	case "status":
 		g.serveStatus(w, r, arg)
 	case "invite":
 		g.serveInvite(w, r, arg)
+	case "jwks.json":
+		if g.tokens == nil || arg != "" {
+			g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))
+			return
+		}
+		g.tokens.jwks.ServeHTTP(w, r)
+	case "verify":
+		if g.tokens == nil || arg != "" {
+			g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))
+			return
+		}
+		g.tokens.verify.ServeHTTP(w, r)
 	case "assets":
 		r2 := new(http.Request)
 		*r2 = *r

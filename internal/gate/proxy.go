@@ -23,6 +23,8 @@ type proxyInfo struct {
 	room        string // for logs; "" when no room matched
 	cookie      string // usher cookie to remove from the request; "" none
 	powCookie   string // the room's proof-of-work cookie, removed with it
+	tokenHeader string // the admission token's header ("": none)
+	token       string // the admission token to send; "" none
 	peer        netip.Addr
 	peerTrusted bool
 	scheme      string
@@ -55,6 +57,12 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		server.WriteError(w, r, http.StatusBadGateway, "the site is not reachable through the waiting room")
 		return
 	}
+	if g.tokens != nil {
+		info.tokenHeader = g.tokens.Header
+		if admit {
+			info.token = g.admissionToken(r, m, d)
+		}
+	}
 	info.target = target
 	info.peer = server.PeerAddr(r)
 	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
@@ -84,6 +92,13 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 	if info.cookie != "" {
 		stripCookie(h, info.cookie)
 		stripCookie(h, info.powCookie)
+	}
+	if info.tokenHeader != "" {
+		// Only usher says a visitor came through the line.
+		h.Del(info.tokenHeader)
+		if info.token != "" {
+			h.Set(info.tokenHeader, info.token)
+		}
 	}
 	if info.peer.IsValid() {
 		xff := info.peer.String()

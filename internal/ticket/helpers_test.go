@@ -75,6 +75,7 @@ func fullTicket() usher.Ticket {
 		Until:       arrived.Add(62 * time.Minute),
 		Back:        true,
 		Binding:     0xfeedface,
+		Position:    4242,
 	}
 }
 

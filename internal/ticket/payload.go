@@ -25,6 +25,7 @@ import (
 //	DrewAt      varint: milliseconds from ArrivedAt   (if flagDrewAt)
 //	Until       varint: milliseconds from ArrivedAt   (if flagUntil)
 //	Binding     4 bytes, big-endian                  (if flagBinding)
+//	Position    uvarint                               (if flagPosition)
 //	Jitter      varint: milliseconds, either way
 //
 // flagBack carries no field. A zero time.Time, a zero Cell or Binding and a
@@ -41,16 +42,17 @@ const (
 	flagUntil       = 1 << 6
 	flagBack        = 1 << 7
 	flagBinding     = 1 << 8
+	flagPosition    = 1 << 9
 	flagsKnownV1    = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
-	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding
+	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition
 )
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
 // flags, and each field at the longest its range allows: an arrival under
 // 2^45 ms (7 bytes), five millisecond deltas and two second deltas within
-// the range (7 and 6 bytes as zig-zag varints), the binding (4) and a jitter
-// within an hour (4). TestPayloadBound checks the extremes.
-const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 4
+// the range (7 and 6 bytes as zig-zag varints), the binding (4), a position
+// under 2^35 (5) and a jitter within an hour (4). TestPayloadBound checks the extremes.
+const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 5 + 4
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -65,6 +67,9 @@ const (
 	minTime = minSec * 1000
 	maxTime = maxSec*1000 + 999
 )
+
+// maxPosition bounds a ticket's Position (2^35 - 1: more people than live).
+const maxPosition = 1<<35 - 1
 
 // errPayload is returned by decodePayload; Open reports it as malformed.
 var errPayload = errors.New("bad payload")
@@ -81,6 +86,8 @@ func checkTicket(t *usher.Ticket) error {
 		return fmt.Errorf("cell %d out of range", t.Cell)
 	case t.Place != 0 && (t.Place < minSec || t.Place > maxSec):
 		return fmt.Errorf("place %d out of range", t.Place)
+	case t.Position < 0 || t.Position > maxPosition:
+		return fmt.Errorf("position %d out of range", t.Position)
 	}
 	if ms := t.ArrivedAt.UnixMilli(); t.ArrivedAt.IsZero() || !inRange(ms) {
 		return fmt.Errorf("arrival time %v out of range", t.ArrivedAt)
@@ -135,6 +142,9 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if t.Binding != 0 {
 		flags |= flagBinding
 	}
+	if t.Position != 0 {
+		flags |= flagPosition
+	}
 	b = append(b, t.VisitorID[:]...)
 	b = append(b, byte(t.State))
 	b = binary.AppendUvarint(b, flags)
@@ -162,6 +172,9 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	}
 	if flags&flagBinding != 0 {
 		b = binary.BigEndian.AppendUint32(b, t.Binding)
+	}
+	if flags&flagPosition != 0 {
+		b = binary.AppendUvarint(b, uint64(t.Position))
 	}
 	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
@@ -215,6 +228,13 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 	t.Back = flags&flagBack != 0
 	if flags&flagBinding != 0 {
 		t.Binding = d.uint32()
+	}
+	if flags&flagPosition != 0 {
+		if p := d.uvarint(); p == 0 || p > maxPosition {
+			d.fail()
+		} else {
+			t.Position = int64(p)
+		}
 	}
 	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()
