@@ -12,6 +12,7 @@ const (
 	EUnavailable  = "unavailable"  // state unreachable: 503
 	EInternal     = "internal"     // a bug: 500
 	EUnauthorized = "unauthorized" // 401
+	EForbidden    = "forbidden"    // 403
 	EMisdirected  = "misdirected"  // a host no route serves: 421
 	ETooMany      = "too_many"     // a client over its limit: 429
 )

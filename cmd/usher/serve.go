@@ -184,6 +184,10 @@ func (n *node) apply(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	notes, err := guard.NewNotes(powKeys, "page")
+	if err != nil {
+		return err
+	}
 	var tokens *gate.Tokens
 	if at := cfg.AdmissionToken; !at.Disabled {
 		signer, err := token.New(powKeys, token.Options{Issuer: at.Issuer, TTL: at.TTL})
@@ -198,6 +202,7 @@ func (n *node) apply(cfg *config.Config) error {
 		Invites:       invites,
 		InviteUses:    n.store,
 		Tokens:        tokens,
+		Notes:         notes,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
 		Decider:       n.engine,

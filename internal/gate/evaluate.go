@@ -34,6 +34,9 @@ type Match struct {
 	// Solved reports that the request brought a good proof of work, now
 	// spent: its cookie is cleared in the answer.
 	Solved bool
+	// Auth reports a forward-auth request: answers that do not let the
+	// request through must not be 2xx (the proxy would let it through).
+	Auth bool
 	// ClientIP, Scheme and Host are the client's, through trusted proxies
 	// (server.ClientInfo). Host is as requested, port included.
 	ClientIP netip.Addr
@@ -64,8 +67,15 @@ var errUnknownHost = usher.Errorf(usher.EMisdirected, "this site is not served a
 
 // route finds the room of r.
 func (g *Gate) route(r *http.Request) (Match, error) {
+	ip, scheme, host := server.ClientInfo(r, g.trusted)
+	return g.routeFor(r, ip, scheme, host)
+}
+
+// routeFor finds the room of r for a client at ip, over scheme, asking for
+// host (route reads them from r; forward auth from the proxy's headers).
+func (g *Gate) routeFor(r *http.Request, ip netip.Addr, scheme, host string) (Match, error) {
 	var m Match
-	m.ClientIP, m.Scheme, m.Host = server.ClientInfo(r, g.trusted)
+	m.ClientIP, m.Scheme, m.Host = ip, scheme, host
 	paths, err := requestPaths(r.URL)
 	if err != nil {
 		return m, usher.Errorf(usher.EInvalid, "the request path is not valid")

@@ -90,6 +90,9 @@ type Options struct {
 	// Tokens signs admission tokens for admitted requests and serves the
 	// JWKS and verify endpoints (nil: no tokens).
 	Tokens *Tokens
+	// Notes signs the pages forward-auth answers point nginx at (nil:
+	// forward auth's nginx mode is not available).
+	Notes *guard.Notes
 	// Invites opens invite links (nil: invite links are refused).
 	Invites *guard.Invites
 	// InviteUses counts invite uses; required with Invites (the store).
@@ -126,6 +129,7 @@ type Gate struct {
 	invites       *guard.Invites
 	inviteUses    InviteUses
 	tokens        *Tokens
+	notes         *guard.Notes
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -156,6 +160,7 @@ func New(opts Options) (*Gate, error) {
 		invites:       opts.Invites,
 		inviteUses:    opts.InviteUses,
 		tokens:        opts.Tokens,
+		notes:         opts.Notes,
 	}
 	if g.invites != nil && g.inviteUses == nil {
 		return nil, errors.New("gate: invites without a use counter")

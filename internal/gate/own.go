@@ -34,6 +34,8 @@ func ownPath(p string) (bool, string) {
 //
 //	status/<room>  the room's live counters as JSON
 //	invite/<text>  an invite link (serveInvite)
+//	auth[/...]     forward auth (AuthPath)
+//	page/<note>    the page of a forward-auth refusal (PagePath)
 //	jwks.json      the admission tokens' public keys
 //	verify         whether an admission token is valid for a room
 //	assets/<name>  the static assets of the pages
@@ -50,6 +52,10 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 		g.serveStatus(w, r, arg)
 	case "invite":
 		g.serveInvite(w, r, arg)
+	case "auth":
+		g.serveAuth(w, r, false)
+	case "page":
+		g.servePage(w, r, arg)
 	case "jwks.json":
 		if g.tokens == nil || arg != "" {
 			g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))

@@ -113,7 +113,7 @@ func clearSolution(w http.ResponseWriter, m Match) {
 func (g *Gate) challenge(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
 	dropBody(w, r)
 	set := settings(m, d)
-	status := queueingStatus(set)
+	status := answerStatus(m, set, false)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	if set.JSONResponseEnabled {

@@ -92,6 +92,21 @@ func queueingStatus(s *usher.Settings) int {
 	return s.QueueingStatusCode
 }
 
+// answerStatus is the status of an answer that does not let the request
+// through: the room's, except that a forward-auth answer is never 2xx (the
+// proxy would take it for a yes): 429 for a waiting answer or a challenge,
+// 403 for a reject.
+func answerStatus(m Match, s *usher.Settings, reject bool) int {
+	status := queueingStatus(s)
+	if m.Auth && status < 300 {
+		if reject {
+			return http.StatusForbidden
+		}
+		return http.StatusTooManyRequests
+	}
+	return status
+}
+
 // wait answers a waiter: the waiting page, or JSON when the room allows it
 // and the request asks for it. Never cached; the ticket cookie goes with it.
 // The Refresh header (as Cloudflare's) tells apps when to check in again;
@@ -101,7 +116,7 @@ func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Dec
 	g.setTicket(w, r, m, d)
 	pd := pageData(r, m, d)
 	set := settings(m, d)
-	status := queueingStatus(set)
+	status := answerStatus(m, set, false)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Refresh", strconv.Itoa(pd.RefreshSeconds))
@@ -156,7 +171,7 @@ func (g *Gate) reject(w http.ResponseWriter, r *http.Request, m Match, d usher.D
 	g.setTicket(w, r, m, d)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Add("Vary", "Accept-Language")
-	g.writePage(w, r, queueingStatus(settings(m, d)), web.PageReject, pageData(r, m, d))
+	g.writePage(w, r, answerStatus(m, settings(m, d), true), web.PageReject, pageData(r, m, d))
 }
 
 // pageData is the page data of decision d, in the visitor's language (the

@@ -71,3 +71,24 @@ func flip(s string, i int) string {
 	}
 	return s[:i] + string(c) + s[i+1:]
 }
+
+func TestNotes(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	k1 := usher.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	n, _ := NewNotes([]usher.Key{k1}, "page")
+	other, _ := NewNotes([]usher.Key{k1}, "other")
+	text := n.Sign([]byte(`{"a":1}`), now.Add(time.Minute))
+	if got, err := n.Open(text, now); err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+	for name, f := range map[string]func() error{
+		"expired":       func() error { _, err := n.Open(text, now.Add(time.Minute)); return err },
+		"another label": func() error { _, err := other.Open(text, now); return err },
+		"flipped":       func() error { _, err := n.Open(flip(text, 5), now); return err },
+		"garbage":       func() error { _, err := n.Open("x.y", now); return err },
+	} {
+		if err := f(); !errors.Is(err, ErrBadNote) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

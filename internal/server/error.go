@@ -16,10 +16,12 @@ import (
 const RetryAfterSeconds = 5
 
 // StatusCode returns the HTTP status for a usher.Error code: invalid 400,
-// unauthorized 401, not_found 404, misdirected 421, too_many 429,
+// unauthorized 401, forbidden 403, not_found 404, misdirected 421, too_many 429,
 // unavailable 503, anything else 500.
 func StatusCode(code string) int {
 	switch code {
+	case usher.EForbidden:
+		return http.StatusForbidden
 	case usher.EMisdirected:
 		return http.StatusMisdirectedRequest
 	case usher.ETooMany:
