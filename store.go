@@ -38,7 +38,8 @@ type Store interface {
 	Admit(ctx context.Context, room string, op AdmitOp) (AdmitResult, error)
 	// Renew moves an admitted visitor's active count to a later cell (a
 	// session renewed), or takes it out (To zero: a session that ended
-	// early). A replayed ticket changes nothing (RenewResult.Replay).
+	// early). A replayed ticket changes nothing (RenewResult.Replay); a
+	// record whose Cell is zero says the session ended (RenewOp.End).
 	Renew(ctx context.Context, room string, op RenewOp) (RenewResult, error)
 	// Peek returns the live waiters ahead of bucket and the room's
 	// counters at now, changing nothing (Slots are left zero: the caller
@@ -187,6 +188,11 @@ type RenewOp struct {
 	Counted time.Time
 	// Keep is how long (a unix second) the store must remember the visitor.
 	Keep int64
+	// End ends the visitor's session whatever ticket is presented (a
+	// revocation): it is taken out of the cell the store counts it in, and
+	// its record says the session ended (Cell zero), so that no ticket of
+	// it renews again. From is ignored.
+	End bool
 }
 
 // RenewResult is the output of Store.Renew.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -140,4 +142,37 @@ func zeroQuality(params string) bool {
 // docs/tokens.md in usher's repository for the setups that pass it.
 func Revoke(w http.ResponseWriter) {
 	w.Header().Set(CommandHeader, "revoke")
+}
+
+// RevokeSession asks usher to end the session of the visitor a token names,
+// for setups where the origin's responses do not pass through usher
+// (forward auth): it POSTs the token to the revoke endpoint next to the
+// JWKS (…/__usher/revoke?room=ROOM). The slot is free at once; the
+// visitor's ticket is refused from its next renewal on (within a few
+// seconds).
+func (v *Verifier) RevokeSession(ctx context.Context, token string) error {
+	u, err := url.Parse(v.jwksURL)
+	if err != nil {
+		return err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "jwks.json") + "revoke"
+	u.RawQuery = url.Values{"room": {v.room}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := v.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("verify: revoke: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("verify: revoke: usher answered %s", resp.Status)
+	}
+	return nil
 }

@@ -44,7 +44,8 @@ type Engine struct {
 	opts  Options
 	slack int64 // whole seconds an active cell outlives its session
 
-	brk breaker
+	brk     breaker
+	revoked revoked
 
 	mu  sync.Mutex
 	rng func() uint64
@@ -135,8 +136,10 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	t := v.Ticket
 	if t != nil && t.State == usher.Admitted {
 		ses := room.Session(t, now)
-		if ses.Valid {
-			return e.keep(ctx, room.ID, ses, *t, now, base), nil
+		if ses.Valid && !e.revoked.has(t.VisitorID, now) {
+			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
+				return d, nil
+			}
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -396,12 +399,13 @@ func shuffledPlace(ev *usher.Event, r uint64) int64 {
 // cell first, and only then is the ticket re-sealed, so no ticket ever
 // holds a session its count does not cover (a node that dies mid-request
 // loses nothing but the renewal). If the store cannot be reached, the
-// session runs to its counted end.
-func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t usher.Ticket, now time.Time, d usher.Decision) usher.Decision {
+// session runs to its counted end. ok is false when the store says the
+// session was ended (revoked): the visitor is then a new one.
+func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t usher.Ticket, now time.Time, d usher.Decision) (_ usher.Decision, ok bool) {
 	d.Outcome = usher.Admit
 	d.Ticket = t
 	if ses.RenewTo.IsZero() || !e.brk.allow(now) {
-		return d
+		return d, true
 	}
 	next := t
 	next.CountedAt = countedAfter(now, t.CountedAt)
@@ -415,6 +419,8 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 	switch {
 	case err != nil:
 		e.opts.Logger.Warn("session not renewed", "room", room, "err", err)
+	case res.Replay && res.Record.Admitted && res.Record.Cell == 0:
+		return d, false // the session was ended (revoked)
 	case res.Replay:
 		// Another request of the visitor renewed it first: this one gets
 		// the same ticket.
@@ -427,7 +433,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 	default:
 		d.Ticket, d.TicketChanged = next, true
 	}
-	return d
+	return d, true
 }
 
 // Status returns the room's live counters at now, with its free slots.

@@ -529,3 +529,33 @@ func TestFailOpenFloodKeepsNoState(t *testing.T) {
 		t.Fatalf("the engine kept %d KB for visitors it let in uncounted", grew>>10)
 	}
 }
+
+// TestRevoke: a revoked session's slot is free within one decision; its
+// ticket, replayed, makes a new visitor on this node at once and on another
+// node (another engine over the same store) at its next renewal.
+func TestRevoke(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := New(st, Options{Rand: newRand(1)})
+	b := New(st, Options{Rand: newRand(2)})
+	room := simRoom() // 15 s sessions, renewal step 1 s
+	room.TotalActiveUsers = 1
+	tk := decide(t, a, &room, nil, t0).Ticket
+	if err := a.Revoke(context.Background(), &room, tk.VisitorID, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if d := decide(t, a, &room, nil, t0.Add(time.Second)); !d.NewlyAdmitted {
+		t.Fatalf("the revoked session's slot was not free: %+v", d.Outcome)
+	}
+	if d := decide(t, a, &room, &tk, t0.Add(2*time.Second)); d.Outcome == usher.Admit {
+		t.Fatal("the revoked ticket was honoured on the node that revoked it")
+	}
+	// Another node sees the revocation at the ticket's next renewal.
+	d := decide(t, b, &room, &tk, t0.Add(3*time.Second))
+	if d.Outcome == usher.Admit {
+		t.Fatalf("another node honoured the revoked ticket at its renewal: %+v", d)
+	}
+}

@@ -223,11 +223,12 @@ func New(opts Options) (*Gate, error) {
 		transport = defaultTransport()
 	}
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:      g.rewrite,
-		Transport:    transport,
-		BufferPool:   newBufferPool(),
-		ErrorHandler: g.proxyError,
-		ErrorLog:     slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		Rewrite:        g.rewrite,
+		ModifyResponse: g.modifyResponse,
+		Transport:      transport,
+		BufferPool:     newBufferPool(),
+		ErrorHandler:   g.proxyError,
+		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
 }

@@ -36,6 +36,7 @@ func ownPath(p string) (bool, string) {
 //	invite/<text>  an invite link (serveInvite)
 //	auth[/...]     forward auth (AuthPath)
 //	page/<note>    the page of a forward-auth refusal (PagePath)
+//	revoke         end the session an admission token names (RevokePath)
 //	jwks.json      the admission tokens' public keys
 //	verify         whether an admission token is valid for a room
 //	assets/<name>  the static assets of the pages
@@ -44,7 +45,7 @@ func ownPath(p string) (bool, string) {
 func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	kind, arg, _ := strings.Cut(rest, "/")
 	kind = strings.ToLower(kind)
-	if kind != "verify" {
+	if kind != "verify" && kind != "revoke" {
 		dropBody(w, r) // only verify reads a body (a form)
 	}
 	switch kind {
@@ -56,6 +57,8 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 		g.serveAuth(w, r, false)
 	case "page":
 		g.servePage(w, r, arg)
+	case "revoke":
+		g.serveRevoke(w, r)
 	case "jwks.json":
 		if g.tokens == nil || arg != "" {
 			g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))

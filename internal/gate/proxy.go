@@ -20,11 +20,13 @@ type proxyKey struct{}
 // proxyInfo is what rewrite needs to know about one proxied request.
 type proxyInfo struct {
 	target      *url.URL
-	room        string // for logs; "" when no room matched
-	cookie      string // usher cookie to remove from the request; "" none
-	powCookie   string // the room's proof-of-work cookie, removed with it
-	tokenHeader string // the admission token's header ("": none)
-	token       string // the admission token to send; "" none
+	room        string   // for logs; "" when no room matched
+	cookie      string   // usher cookie to remove from the request; "" none
+	powCookie   string   // the room's proof-of-work cookie, removed with it
+	tokenHeader string   // the admission token's header ("": none)
+	token       string   // the admission token to send; "" none
+	visitor     *[8]byte // an admitted visitor's id (origin commands)
+	rawPath     string   // the request's path as sent (cookie paths)
 	peer        netip.Addr
 	peerTrusted bool
 	scheme      string
@@ -62,6 +64,10 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		if admit {
 			info.token = g.admissionToken(r, m, d)
 		}
+	}
+	if admit && d.Outcome == usher.Admit {
+		v := d.Ticket.VisitorID
+		info.visitor, info.rawPath = &v, r.URL.EscapedPath()
 	}
 	info.target = target
 	info.peer = server.PeerAddr(r)

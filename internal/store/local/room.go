@@ -359,6 +359,18 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	r.expire(now)
 	from := atMilli(op.From.At)
 	rc, known := r.records[op.Visitor]
+	if op.End {
+		if known && rc.admitted && rc.cell > now {
+			r.addActive(rc.cell, -1)
+		}
+		at := atMilli(op.Counted)
+		if known && at <= rc.at {
+			at = rc.at + 1
+		}
+		ended := record{at: at, keep: op.Keep, admitted: true}
+		r.remember(op.Visitor, ended, now)
+		return usher.RenewResult{Record: ended.public()}
+	}
 	if known && from < rc.at {
 		return usher.RenewResult{Replay: true, Record: rc.public()}
 	}

@@ -199,7 +199,7 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(make([]string, 0, 6), rk[:5]...), visitorKey(vp, op.Visitor))
 	args := writeArgs(make([]string, 0, 10), op.Now, known, &s.opts)
-	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep))
+	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var v [6]int64

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClientLimitRefuse", testClientLimitRefuse},
 		{"Peek", testPeek},
 		{"Spend", testSpend},
+		{"End", testEnd},
 		{"UseInvite", testUseInvite},
 		{"NoAdmitAndForce", testNoAdmitAndForce},
 		{"RoomsAreSeparate", testRoomsAreSeparate},
@@ -657,5 +658,34 @@ func testUseInvite(t *testing.T, s usher.Store) {
 	}
 	if used, _ := s.UseInvite(ctx, "other", id, 5, exp); !used {
 		t.Fatal("another room's invite with the same id was refused")
+	}
+}
+
+// testEnd: ending a session (a revocation) frees its slot once, whatever
+// ticket is presented, and leaves a record that no ticket of the visitor
+// renews past.
+func testEnd(t *testing.T, s usher.Store) {
+	a := op(T0, 1, 100)
+	mustAdmit(t, s, "r", a)
+	// The visitor renewed once; the revocation does not know the ticket.
+	mustRenew(t, s, "r", renew(a.Visitor, a.ActiveExp, T0, T0.Add(5*time.Second), T0.Unix()+40))
+	for range 2 {
+		res := mustRenew(t, s, "r", usher.RenewOp{Now: T0.Add(6 * time.Second), Visitor: a.Visitor, End: true,
+			Counted: T0.Add(6 * time.Second), Keep: T0.Unix() + 600})
+		if res.Replay || res.Record.Cell != 0 || !res.Record.Admitted {
+			t.Fatalf("End: %+v", res)
+		}
+	}
+	if st := mustStats(t, s, "r", T0.Add(7*time.Second)); st.Active != 0 {
+		t.Fatalf("active after the session ended = %d, want 0", st.Active)
+	}
+	// The renewed ticket, presented again, is a replay of an ended
+	// session.
+	res := mustRenew(t, s, "r", renew(a.Visitor, T0.Unix()+40, T0.Add(5*time.Second), T0.Add(8*time.Second), T0.Unix()+48))
+	if !res.Replay || res.Record.Cell != 0 {
+		t.Fatalf("renewing after the end: %+v, want a replay of the ended record", res)
+	}
+	if st := mustStats(t, s, "r", T0.Add(9*time.Second)); st.Active != 0 {
+		t.Fatalf("active after a renewal of an ended session = %d, want 0", st.Active)
 	}
 }

@@ -1,18 +1,31 @@
 -- renew.lua: a session renewed, or ended (usher.Store.Renew).
 --
--- ARGV 6-10: from exp (0: not counted), from at (ms), to (0: take the
--- visitor out), counted (ms), keep (unix s).
+-- ARGV 6-11: from exp (0: not counted), from at (ms), to (0: take the
+-- visitor out), counted (ms), keep (unix s), end (0/1: end the session
+-- whatever ticket, a revocation).
 --
 -- Returns {born, rec, replay, record at, record cell, record admitted}.
 local V = KEYS[6]
 local fromExp, fromAt, to = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local counted, keep = tonumber(ARGV[9]), tonumber(ARGV[10])
+local ending = ARGV[11] == '1'
 
 local m = open()
 local now = math.max(NOW, m.x)
 expire(m, now)
 
 local rc = record(V, now)
+if ending then
+  if rc and rc.admitted and rc.cell > now then
+    unactive(m, rc.cell)
+  end
+  if rc and counted <= rc.at then
+    counted = rc.at + 1
+  end
+  remember(V, {at = counted, cell = 0, admitted = true}, keep, rc, now)
+  finish(m)
+  return {m.born, m.rec or 0, 0, counted, 0, 1}
+end
 if rc and fromAt < rc.at then
   finish(m)
   return {m.born, m.rec or 0, 1, rc.at, rc.cell, rc.admitted and 1 or 0}
