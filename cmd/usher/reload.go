@@ -49,6 +49,12 @@ func (s *state) trusted() []netip.Prefix { return s.cur.Load().trusted }
 // ServeHTTP serves r with the gate in force.
 func (s *state) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.cur.Load().gate.ServeHTTP(w, r) }
 
+// serveAuth answers forward auth on the private listener with the gate in
+// force.
+func (s *state) serveAuth(w http.ResponseWriter, r *http.Request) {
+	s.cur.Load().gate.ForwardAuth().ServeHTTP(w, r)
+}
+
 // watchEvery is how often a watched config file is checked for changes.
 const watchEvery = time.Second
 

@@ -68,10 +68,20 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var fa net.Listener
+	if cfg.ForwardAuth.Listen != "" {
+		if fa, err = net.Listen("tcp", cfg.ForwardAuth.Listen); err != nil {
+			pub.Close()
+			return fmt.Errorf("forward_auth.listen: %w", err)
+		}
+	}
 	var adm net.Listener
 	if cfg.Admin.Listen != "" {
 		if adm, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
 			pub.Close()
+			if fa != nil {
+				fa.Close()
+			}
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 	}
@@ -96,6 +106,10 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		})
 	}
 	serve(pub, func() error { return server.Serve(ctx, pub, n.handler, log.With("listener", "public")) })
+	if fa != nil {
+		h := server.RequestIDFunc(n.st.trusted, server.Recover(log, http.HandlerFunc(n.st.serveAuth)))
+		serve(fa, func() error { return server.Serve(ctx, fa, h, log.With("listener", "forward-auth")) })
+	}
 	if adm != nil {
 		ah := admin.New(admin.Options{
 			Token:   cfg.Admin.BearerToken(),

@@ -50,6 +50,10 @@ type Config struct {
 	// Reloadable for what a reload may change). False: the config is read
 	// once, at start.
 	WatchConfig bool
+	// ForwardAuth is a private listener that answers only forward auth
+	// (see gate.AuthPath), for a proxy that should not reach the public
+	// one. Zero: none (forward auth is still at /__usher/auth on listen).
+	ForwardAuth ForwardAuth
 	// AdmissionToken is the signed token admitted requests carry to the
 	// origin (and forward-auth answers to the proxy).
 	AdmissionToken AdmissionToken
@@ -87,6 +91,14 @@ func (a *Admin) BearerToken() string {
 		return a.Token
 	}
 	return a.fileToken
+}
+
+// ForwardAuth is the private forward-auth listener.
+type ForwardAuth struct {
+	// Listen is its address, host:port; it must differ from the others.
+	// Every peer of it is trusted for the forwarded headers: bind it to an
+	// address only the proxy reaches. Empty: no such listener.
+	Listen string
 }
 
 // AdmissionToken configures admission tokens: a JWT (EdDSA) that says a

@@ -59,6 +59,9 @@ func (c *Config) Explain(w io.Writer) error {
 	if c.CountryHeader != "" {
 		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
 	}
+	if fa := c.ForwardAuth.Listen; fa != "" {
+		fmt.Fprintf(&b, "Proxies ask about each request at %s (forward auth; every peer of that listener is trusted), as at /__usher/auth on %s.\n", fa, c.Listen)
+	}
 	if at := c.AdmissionToken; !at.Disabled {
 		fmt.Fprintf(&b, "Admitted requests carry a signed admission token in %s for the origin to check (keys at /__usher/jwks.json).\n",
 			cmp.Or(at.Header, "X-Usher-Admission"))

@@ -60,6 +60,11 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 			})
 		},
 		"unknown_hosts": d.text(&c.UnknownHosts),
+		"forward_auth": func(n *yaml.Node, at loc) {
+			d.mapping(n, at, map[string]field{
+				"listen": d.text(&c.ForwardAuth.Listen),
+			})
+		},
 		"admission_token": func(n *yaml.Node, at loc) {
 			at2 := &c.AdmissionToken
 			enabled := true

@@ -27,6 +27,9 @@ func (c *Config) Reloadable(next *Config) error {
 	if c.Listen != next.Listen {
 		restart("listen", "the listener is opened at start", quoteOrNone(c.Listen), quoteOrNone(next.Listen))
 	}
+	if c.ForwardAuth.Listen != next.ForwardAuth.Listen {
+		restart("forward_auth.listen", "the listener is opened at start", quoteOrNone(c.ForwardAuth.Listen), quoteOrNone(next.ForwardAuth.Listen))
+	}
 	if c.Admin.Listen != next.Admin.Listen {
 		restart("admin.listen", "the listener is opened at start", quoteOrNone(c.Admin.Listen), quoteOrNone(next.Admin.Listen))
 	}

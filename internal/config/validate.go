@@ -87,8 +87,19 @@ func (c *Config) Validate() error {
 	return r.err()
 }
 
-// checkListeners checks the public and admin listeners.
+// checkListeners checks the public, admin and forward-auth listeners.
 func (c *Config) checkListeners(r *report) {
+	if fa := c.ForwardAuth.Listen; fa != "" {
+		at := loc{path: "forward_auth.listen"}
+		switch msg := checkHostPort(fa); {
+		case msg != "":
+			r.add(0, at, "%s", msg)
+		case sameListener(fa, c.Listen):
+			r.add(0, at, "must differ from listen (%s), got %s", c.Listen, fa)
+		case c.Admin.Listen != "" && sameListener(fa, c.Admin.Listen):
+			r.add(0, at, "must differ from admin.listen (%s), got %s", c.Admin.Listen, fa)
+		}
+	}
 	if msg := checkHostPort(c.Listen); msg != "" {
 		r.add(0, loc{path: "listen"}, "%s", msg)
 	}
