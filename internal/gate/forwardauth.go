@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -108,15 +109,18 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool)
 	g.render(w, orig, m, d)
 }
 
-// render writes an answer that does not let the request through.
+// render writes an answer that does not let the request through: the
+// waiting page, the challenge or the reject page.
 func (g *Gate) render(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
 	switch d.Outcome {
 	case usher.Wait:
 		g.wait(w, r, m, d)
 	case usher.Challenge:
 		g.challenge(w, r, m, d)
-	default:
+	case usher.Turn:
 		g.reject(w, r, m, d)
+	default:
+		g.fail(w, r, fmt.Errorf("room %q: decision with outcome %v", m.Room.ID, d.Outcome))
 	}
 }
 

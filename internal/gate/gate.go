@@ -332,14 +332,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.forward(w, r, m, d, false)
 	case usher.Admit:
 		g.forward(w, r, m, d, true)
-	case usher.Wait:
-		g.wait(w, r, m, d)
-	case usher.Turn:
-		g.reject(w, r, m, d)
-	case usher.Challenge:
-		g.challenge(w, r, m, d)
 	default:
-		g.fail(w, r, fmt.Errorf("room %q: decision with outcome %v", m.Room.ID, d.Outcome))
+		g.render(w, r, m, d)
 	}
 }
 
