@@ -18,11 +18,11 @@ import (
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
-	"github.com/usherhq/usher/internal/token"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
 	"github.com/usherhq/usher/internal/ticket"
+	"github.com/usherhq/usher/internal/token"
 )
 
 // nowFunc is the clock of the running program.
