@@ -98,7 +98,9 @@ func (v *Verifier) fetch(now time.Time, minInterval time.Duration) <-chan struct
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		if err == nil {
-			v.keys.Store(&keySet{keys: keys, fetched: v.now()})
+			// The set is as of the fetch's start: what a later clock
+			// reading would add is only how long the fetch took.
+			v.keys.Store(&keySet{keys: keys, fetched: now})
 		}
 		v.lastErr = err
 		v.running = nil
