@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -48,7 +49,8 @@ func startNginx(t *testing.T, rig *proxyRig) {
 		t.Fatal(err)
 	}
 	main := rig.writeFile(t, "nginx-main.conf", fmt.Sprintf(nginxMain, rig.dir, site))
-	if out, err := exec.Command(bin, "-t", "-p", rig.dir, "-c", main).CombinedOutput(); err != nil {
+	out, err := exec.Command(bin, "-t", "-p", rig.dir, "-c", main).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "[warn]") {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
 	showOnFailure(t, "nginx error", filepath.Join(rig.dir, "nginx-error.log"))
