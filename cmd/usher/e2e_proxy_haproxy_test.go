@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -23,11 +21,7 @@ func haproxyBinary(t *testing.T) string {
 func startHAProxy(t *testing.T, rig *proxyRig) {
 	t.Helper()
 	bin := haproxyBinary(t)
-	lua, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrations", "usher-auth.lua"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rig.writeFile(t, "usher-auth.lua", string(lua))
+	rig.writeFile(t, "usher-auth.lua", rig.recipe(t, "usher-auth.lua"))
 	conf := rig.writeFile(t, "haproxy.cfg", rig.recipe(t, "haproxy.cfg"))
 	out, err := exec.Command(bin, "-c", "-f", conf).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "WARNING") {

@@ -1,31 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// nginxMain wraps the recipe (an http-level file, as it would sit in
-// conf.d/) in the smallest main config that runs nginx as this user in
-// the rig's directory.
-const nginxMain = `worker_processes 1;
-error_log %[1]s/nginx-error.log info;
-pid %[1]s/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log %[1]s/nginx-access.log;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    include %[2]s;
-}
-`
 
 // nginxBinary returns nginx's path, or skips the test.
 func nginxBinary(t *testing.T) string {
@@ -37,9 +18,10 @@ func nginxBinary(t *testing.T) string {
 	return p
 }
 
-// startNginx runs nginx with docs/integrations/nginx.conf in front of
-// the rig's usher and origin.
-func startNginx(t *testing.T, rig *proxyRig) {
+// runNginxRecipe runs nginx with docs/integrations/nginx.conf in front
+// of the rig's usher and origin, included in the smallest main config
+// (nginxMainConfig) as it would sit in conf.d/.
+func runNginxRecipe(t *testing.T, rig *proxyRig) {
 	t.Helper()
 	bin := nginxBinary(t)
 	site := rig.writeFile(t, "usher-site.conf", rig.recipe(t, "nginx.conf"))
@@ -48,7 +30,7 @@ func startNginx(t *testing.T, rig *proxyRig) {
 	if err := os.Chmod(rig.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := rig.writeFile(t, "nginx-main.conf", fmt.Sprintf(nginxMain, rig.dir, site))
+	main := rig.writeFile(t, "nginx-main.conf", nginxMainConfig(rig.dir, 1, true, site))
 	out, err := exec.Command(bin, "-t", "-p", rig.dir, "-c", main).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "[warn]") {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
@@ -69,6 +51,6 @@ func TestE2ENginxForwardAuth(t *testing.T) {
 	}
 	t.Parallel()
 	rig := newProxyRig(t)
-	startNginx(t, rig)
+	runNginxRecipe(t, rig)
 	checkForwardAuth(t, rig, 200)
 }

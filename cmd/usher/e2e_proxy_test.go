@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/docs/integrations"
 	"github.com/usherhq/usher/verify"
 )
 
@@ -159,14 +160,10 @@ func (rig *proxyRig) listenAddr() string { return strings.TrimPrefix(rig.proxyUR
 // site's address as Caddy takes it (http://host:port: no certificate).
 func (rig *proxyRig) recipe(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "integrations", name))
+	s, err := integrations.Recipe(name, map[string]string{"{{LISTEN}}": rig.listenAddr(), "{{USHER}}": rig.usherAddr,
+		"{{ORIGIN}}": rig.originAddr, "{{SITE}}": rig.proxyURL})
 	if err != nil {
 		t.Fatal(err)
-	}
-	s := strings.NewReplacer("{{LISTEN}}", rig.listenAddr(), "{{USHER}}", rig.usherAddr,
-		"{{ORIGIN}}", rig.originAddr, "{{SITE}}", rig.proxyURL).Replace(string(b))
-	if i := strings.Index(s, "{{"); i >= 0 {
-		t.Fatalf("%s: a placeholder the test does not fill: %.40s", name, s[i:])
 	}
 	return s
 }
@@ -198,7 +195,7 @@ func showOnFailure(t *testing.T, what, path string) {
 
 // startProxy runs the proxy's command with its output in logName (shown
 // if the test fails), waits until it accepts connections on the rig's
-// proxy address, and kills it (its process group) at the end.
+// proxy address, and stops it at the end.
 func (rig *proxyRig) startProxy(t *testing.T, logName string, env []string, name string, args ...string) {
 	t.Helper()
 	logPath := filepath.Join(rig.dir, logName)
@@ -211,15 +208,20 @@ func (rig *proxyRig) startProxy(t *testing.T, logName string, env []string, name
 	cmd.Dir = rig.dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); logf.Close(); close(done) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		// SIGTERM: nginx's master stops its workers.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

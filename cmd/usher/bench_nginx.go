@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// nginxMainConfig is the smallest nginx main config that runs nginx in
+// dir (its pid file, logs and temporary files there) with the http-level
+// files included, as a recipe would sit in conf.d/. accessLog false turns
+// the access log off (usher bench), else it goes to dir/nginx-access.log.
+func nginxMainConfig(dir string, workers int, accessLog bool, includes ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "worker_processes %d;\nerror_log %s/nginx-error.log info;\npid %s/nginx.pid;\n", workers, dir, dir)
+	b.WriteString("events { worker_connections 4096; }\nhttp {\n")
+	if accessLog {
+		fmt.Fprintf(&b, "    access_log %s/nginx-access.log;\n", dir)
+	} else {
+		b.WriteString("    access_log off;\n")
+	}
+	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		fmt.Fprintf(&b, "    %s_temp_path %s/%s;\n", t, dir, t)
+	}
+	for _, inc := range includes {
+		fmt.Fprintf(&b, "    include %s;\n", inc)
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// nginxProc is an nginx the bench started, in the foreground.
+type nginxProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startNginx checks and runs nginx (bin) with the main config file main,
+// prefix dir, until stop; it returns once every address in addrs
+// accepts connections.
+func startNginx(ctx context.Context, bin, dir, main string, log io.Writer, addrs ...string) (*nginxProc, error) {
+	// Started as root, nginx's workers run as another user: they must be
+	// able to enter dir.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if out, err := exec.CommandContext(ctx, bin, "-t", "-q", "-p", dir, "-c", main).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("nginx -t: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	cmd := exec.Command(bin, "-p", dir, "-c", main, "-g", "daemon off; master_process on;")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
+	}
+	p := &nginxProc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, addr := range addrs {
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-p.done:
+				b, _ := os.ReadFile(filepath.Join(dir, "nginx-error.log"))
+				return nil, fmt.Errorf("nginx exited at start: %s", strings.TrimSpace(string(b)))
+			case <-ctx.Done():
+				p.stop()
+				return nil, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				p.stop()
+				return nil, fmt.Errorf("nginx did not listen on %s in 20 s", addr)
+			}
+		}
+	}
+	return p, nil
+}
+
+// stop stops nginx: SIGTERM, on which the master stops its workers, or
+// a kill after 5 s.
+func (p *nginxProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// cpu returns the CPU time (user and system) nginx's master and workers
+// have used so far (Linux; 0 elsewhere).
+func (p *nginxProc) cpu() time.Duration {
+	master := p.cmd.Process.Pid
+	total := procCPU(master)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == master {
+			continue
+		}
+		if ppid, _ := procStat(pid); ppid == master {
+			total += procCPU(pid)
+		}
+	}
+	return total
+}
+
+// clockTicks is the unit of /proc/<pid>/stat's times (USER_HZ, 100 on
+// Linux whatever the kernel's HZ).
+const clockTicks = 100
+
+// procCPU returns a process's user and system CPU time (Linux; 0
+// elsewhere, or when it is gone).
+func procCPU(pid int) time.Duration {
+	_, ticks := procStat(pid)
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// procStat reads a process's parent pid and utime+stime in clock ticks
+// from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, ticks int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0
+	}
+	// The command name, in parentheses, may hold spaces: fields start
+	// after its closing parenthesis, with the state (field 3).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ppid, ut + st
+}
