@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/usherhq/usher/docs/integrations"
 )
 
 // nginxMainConfig is the smallest nginx main config that runs nginx in
@@ -151,4 +154,76 @@ func procStat(pid int) (ppid int, ticks int64) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return ppid, ut + st
+}
+
+// nginxPlainSite is nginx alone in front of the origin: the recipe's
+// location / without the question to usher (the "origin" upstream is the
+// recipe's).
+const nginxPlainSite = `server {
+    listen %s;
+    location / {
+        proxy_pass http://origin;
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host $host;
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        proxy_set_header X-Forwarded-Proto $scheme;
+    }
+}
+`
+
+// nginxBench is one nginx serving two sites in front of the bench's
+// origin: plainURL alone, usherURL asking usher first with
+// docs/integrations/nginx.conf.
+type nginxBench struct {
+	*nginxProc
+	plainURL, usherURL string
+	dir                string
+}
+
+// startNginxBench starts nginx (bin) in front of env's origin and usher,
+// with as many workers as there are CPUs.
+func startNginxBench(ctx context.Context, bin string, env *selfEnv) (*nginxBench, error) {
+	dir, err := os.MkdirTemp("", "usher-bench-nginx-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*nginxBench, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	plainAddr, err := freeLoopback()
+	if err != nil {
+		return fail(err)
+	}
+	usherAddr, err := freeLoopback()
+	if err != nil {
+		return fail(err)
+	}
+	site, err := integrations.Recipe("nginx.conf", map[string]string{"{{LISTEN}}": usherAddr,
+		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://")})
+	if err != nil {
+		return fail(err)
+	}
+	sitePath, plainPath, mainPath := filepath.Join(dir, "usher-site.conf"), filepath.Join(dir, "plain.conf"), filepath.Join(dir, "nginx.conf")
+	for path, body := range map[string]string{
+		sitePath:  site,
+		plainPath: fmt.Sprintf(nginxPlainSite, plainAddr),
+		mainPath:  nginxMainConfig(dir, runtime.NumCPU(), false, sitePath, plainPath),
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	p, err := startNginx(ctx, bin, dir, mainPath, io.Discard, plainAddr, usherAddr)
+	if err != nil {
+		return fail(err)
+	}
+	return &nginxBench{nginxProc: p, plainURL: "http://" + plainAddr, usherURL: "http://" + usherAddr, dir: dir}, nil
+}
+
+// stop stops nginx and removes its directory.
+func (n *nginxBench) stop() {
+	n.nginxProc.stop()
+	os.RemoveAll(n.dir)
 }

@@ -52,6 +52,9 @@ type selfOptions struct {
 	// compareEmbedded, with redis, also starts a usher on the embedded
 	// store, for comparison.
 	compareEmbedded bool
+	// trusted are usher's trusted_proxies (a proxy on loopback asking
+	// forward auth); nil: none.
+	trusted []string
 }
 
 // selfConfig is the self environment's usher config: rooms (YAML of the
@@ -135,6 +138,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 	if err != nil {
 		return fail(err)
 	}
+	cfg.TrustedProxies = opts.trusted
 	if opts.redis == "" {
 		ready := make(chan string, 1)
 		inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, _ string) { ready <- pub }}
@@ -188,6 +192,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		if err != nil {
 			return fail(err)
 		}
+		embedded.TrustedProxies = opts.trusted
 		embedded.Keys = keys
 		if env.embeddedURL, _, err = start(embedded); err != nil {
 			return fail(fmt.Errorf("start usher on the embedded store: %w", err))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/usherhq/usher/internal/bench"
 )
@@ -73,6 +75,26 @@ type ThroughputResult struct {
 	AdmittedRedisVsEmbedded   float64 `json:"admitted_redis_vs_embedded,omitempty"`
 	NewVisitorRedisVsEmbedded float64 `json:"new_visitor_redis_vs_embedded,omitempty"`
 	CheckInRedisVsEmbedded    float64 `json:"checkin_redis_vs_embedded,omitempty"`
+
+	// With nginx on PATH, two more targets in the same rounds: nginx
+	// alone in front of the origin, and nginx asking usher first with
+	// docs/integrations/nginx.conf (auth_request), as an admitted visitor
+	// with its cookie. Omitted without nginx.
+	Nginx      *Figure `json:"nginx,omitempty"`
+	NginxUsher *Figure `json:"nginx_usher,omitempty"`
+	// NginxUsherVsNginx is nginx + usher's rate over nginx alone's.
+	NginxUsherVsNginx float64 `json:"nginx_usher_vs_nginx,omitempty"`
+	// UsherCPUPerAuthUs is usher's CPU time per forward-auth request, in
+	// microseconds: this process's CPU time per request through nginx +
+	// usher less that through nginx alone (usher, the origin and the load
+	// generator share this process; nginx runs in its own), the median of
+	// the rounds.
+	UsherCPUPerAuthUs float64 `json:"usher_cpu_per_auth_us,omitempty"`
+	// NginxCPUPerRequestUs and NginxUsherCPUPerRequestUs are nginx's own
+	// CPU time per request (master and workers, from /proc), alone and
+	// asking usher, in microseconds.
+	NginxCPUPerRequestUs      float64 `json:"nginx_cpu_per_request_us,omitempty"`
+	NginxUsherCPUPerRequestUs float64 `json:"nginx_usher_cpu_per_request_us,omitempty"`
 }
 
 // Figure is one target's median requests per second and latencies.
@@ -84,13 +106,24 @@ type Figure struct {
 }
 
 func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputResult, error) {
-	env, err := m.startSelfWith(ctx, throughputRooms, selfOptions{
-		redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded,
-	})
+	nginxBin, _ := exec.LookPath("nginx")
+	opts := selfOptions{redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded}
+	if nginxBin != "" {
+		// nginx asks usher's forward auth from loopback.
+		opts.trusted = []string{"127.0.0.1/32"}
+	}
+	env, err := m.startSelfWith(ctx, throughputRooms, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer env.stop()
+	var ngx *nginxBench
+	if nginxBin != "" {
+		if ngx, err = startNginxBench(ctx, nginxBin, env); err != nil {
+			return nil, fmt.Errorf("nginx targets: %w", err)
+		}
+		defer ngx.stop()
+	}
 	// Hold the full room's one place.
 	for _, u := range []string{env.usherURL, env.embeddedURL} {
 		if u == "" {
@@ -117,6 +150,11 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}},
 		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}},
 	}
+	if ngx != nil {
+		targets = append(targets,
+			target{"nginx", bench.LoadConfig{URL: ngx.plainURL + "/open", Expect: fromOrigin}},
+			target{"nginx-usher", bench.LoadConfig{URL: ngx.usherURL + "/open", Cookies: true, Expect: fromOrigin}})
+	}
 	if env.embeddedURL != "" {
 		// Each usher target is followed by its twin on the embedded
 		// store, so that a ratio compares loads made one after the other.
@@ -133,6 +171,8 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	}
 	byName := map[string][]bench.LoadResult{}
 	served, calls := map[string]int64{}, map[string]int64{}
+	// CPU time per request, each round: this process's and nginx's.
+	selfPerReq, nginxPerReq := map[string][]float64{}, map[string][]float64{}
 	for round := range f.rounds {
 		order := slices.Clone(targets)
 		if round%2 == 1 && env.embeddedURL != "" {
@@ -156,9 +196,23 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			if env.redis != nil {
 				before = env.redis.Calls()
 			}
+			var selfBefore, nginxBefore time.Duration
+			if ngx != nil {
+				selfBefore, nginxBefore = selfCPU(), ngx.cpu()
+			}
 			res, err := bench.Load(ctx, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
+			}
+			if ngx != nil {
+				// Every request counts, the cookie visitors' first ones too.
+				n := float64(res.Requests + res.Errors)
+				if cfg.Cookies {
+					n += float64(cfg.Workers)
+				}
+				us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / max(n, 1) }
+				selfPerReq[tg.name] = append(selfPerReq[tg.name], us(selfCPU()-selfBefore))
+				nginxPerReq[tg.name] = append(nginxPerReq[tg.name], us(ngx.cpu()-nginxBefore))
 			}
 			if env.redis != nil {
 				// Every answer counts, the unexpected ones too, and so do
@@ -195,6 +249,18 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		NewVisitorVsPlainProxy: ratio("new", "plain"),
 		CheckInVsPlainProxy:    ratio("checkin", "plain"),
 		PlainProxyVsOrigin:     ratio("plain", "origin"),
+	}
+	if ngx != nil {
+		fig := func(name string) *Figure { x := medianFigure(byName[name]); return &x }
+		res.Nginx, res.NginxUsher = fig("nginx"), fig("nginx-usher")
+		res.NginxUsherVsNginx = ratio("nginx-usher", "nginx")
+		var diff []float64
+		for i := range selfPerReq["nginx-usher"] {
+			diff = append(diff, selfPerReq["nginx-usher"][i]-selfPerReq["nginx"][i])
+		}
+		res.UsherCPUPerAuthUs = median(diff)
+		res.NginxCPUPerRequestUs = median(nginxPerReq["nginx"])
+		res.NginxUsherCPUPerRequestUs = median(nginxPerReq["nginx-usher"])
 	}
 	if env.redis == nil {
 		return res, nil
