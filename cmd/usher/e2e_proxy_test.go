@@ -422,6 +422,18 @@ func checkForwardAuth(t *testing.T, rig *proxyRig, waitStatus int) {
 		t.Errorf("second visitor: the waiting page may be cached: Cache-Control %q", cc)
 	}
 
+	// A visitor who describes another request in the headers a proxy
+	// uses to describe the original one (a bypassed path, another method
+	// or host) is asked about as what it is, and waits.
+	liar := newVisitor(t, "liar", wantHTML)
+	a = liar.get(t, site, "/beer/lager",
+		"X-Forwarded-Uri", "/static/x.css", "X-Original-URI", "/static/x.css", "X-Original-Url", "/static/x.css",
+		"X-Forwarded-Method", "OPTIONS", "X-Original-Method", "OPTIONS",
+		"X-Forwarded-Host", "static.example", "X-Original-Host", "static.example", "X-Forwarded-For", "10.1.2.3")
+	if a.fromOrigin() || rig.origin.count("/beer/lager") != 0 || a.status != waitStatus {
+		t.Fatalf("a visitor sending the forwarded headers of a bypassed path: want the waiting page with %d, got %v", waitStatus, a)
+	}
+
 	// 3. An app gets usher's JSON, and its cookie.
 	app := newVisitor(t, "app", wantJSON)
 	a = app.get(t, site, "/api/stock")
