@@ -135,6 +135,13 @@ type proxyRig struct {
 // next (startProxy), on the address rig.proxyURL names.
 func newProxyRig(t *testing.T) *proxyRig {
 	t.Helper()
+	return newProxyRigWith(t, proxyRoom)
+}
+
+// newProxyRigWith starts the origin and usher with config, a format with
+// %s for usher's address, its store's directory and the origin's URL.
+func newProxyRigWith(t *testing.T, configFormat string) *proxyRig {
+	t.Helper()
 	rig := &proxyRig{dir: t.TempDir(), origin: &recordingOrigin{}}
 	srv := httptest.NewServer(rig.origin)
 	t.Cleanup(srv.Close)
@@ -142,7 +149,7 @@ func newProxyRig(t *testing.T) *proxyRig {
 	rig.usherAddr = freeAddr(t)
 	rig.proxyURL = "http://" + freeAddr(t)
 	config := filepath.Join(rig.dir, "usher.yaml")
-	body := fmt.Sprintf(proxyRoom, rig.usherAddr, filepath.Join(rig.dir, "data"), srv.URL)
+	body := fmt.Sprintf(configFormat, rig.usherAddr, filepath.Join(rig.dir, "data"), srv.URL)
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,10 @@
 --   http-response lua.usher-cookies
 --       adds the Set-Cookie headers kept by usher-auth to the response.
 
--- The visitor's headers usher reads (the cookie, the page's language and
--- format, rules on the user agent or other headers may want more).
-local pass = { "cookie", "accept", "accept-language", "user-agent" }
+-- The visitor's headers usher reads: the ticket cookie, the answer's
+-- format and language, the user agent (for rules), an app's proof-of-work
+-- solution. Add any header a bypass rule of yours reads.
+local pass = { "cookie", "accept", "accept-language", "user-agent", "x-usher-pow" }
 
 -- Headers of usher's answer that belong to that connection only.
 local hop = { ["connection"] = true, ["keep-alive"] = true, ["transfer-encoding"] = true,
