@@ -8,20 +8,14 @@ import (
 // TestE2EForwardAuthConflictingURIs: a question whose headers describe two
 // different requests (the proxy's X-Original-URI and a visitor's
 // X-Forwarded-Uri passed on) must not be answered for either.
-//
-// It fails with usher as of this commit: usher takes X-Forwarded-Uri
-// first, so behind an nginx that sets only X-Original-URI (the usual
-// auth_request recipe; ingress-nginx with auth-method) and passes the
-// visitor's headers on, a visitor who sends X-Forwarded-Uri: /static/x.css
-// is asked about as the bypassed path and walks in. The recipes here set
-// X-Forwarded-Uri themselves; usher should refuse (400) a question whose
-// X-Forwarded-Uri, X-Original-URI and X-Original-URL disagree (and the
-// same for the method headers). Skipped until it does.
+// Behind an nginx that sets only X-Original-URI and passes the visitor's
+// headers on, a visitor who sends X-Forwarded-Uri: /static/x.css would be
+// asked about as the bypassed path: usher refuses (400) a question whose
+// X-Forwarded-Uri, X-Original-URI and X-Original-URL disagree.
 func TestE2EForwardAuthConflictingURIs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
-	t.Skip("usher bug: conflicting X-Forwarded-Uri and X-Original-URI are answered for X-Forwarded-Uri (see the doc comment)")
 	t.Parallel()
 	rig := newProxyRig(t)
 	// Fill the room's one place.

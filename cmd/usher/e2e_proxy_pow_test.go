@@ -59,21 +59,13 @@ func checkProofOfWork(t *testing.T, rig *proxyRig) {
 }
 
 // TestE2ENginxProofOfWork: a proof-of-work room behind nginx.
-//
-// It fails with nginx 1.22 and usher as of this commit: usher's answer that
-// admits a visitor with a solution carries two Set-Cookie headers, the
-// solution's cookie cleared first and the ticket second, and nginx before
-// 1.23 keeps only the first in $upstream_http_set_cookie, so the ticket
-// never reaches the visitor, whose next request is a new visitor asked for
-// a proof of work again. Setting the ticket's cookie first (in
-// internal/gate's setTicket, clearSolution after the ticket) makes it pass
-// (tried, not committed: internal/ is not this change's); skipped until
-// usher does.
+// usher's answer that admits a visitor with a solution carries two
+// Set-Cookie headers, and nginx before 1.23 keeps only the first in
+// $upstream_http_set_cookie: usher sends the ticket's first.
 func TestE2ENginxProofOfWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
-	t.Skip("usher bug: the admitting answer clears the solution cookie before it sets the ticket, and nginx 1.22 passes on only the first Set-Cookie (see the doc comment)")
 	t.Parallel()
 	rig := newProxyRigWith(t, powRoom)
 	runNginxRecipe(t, rig)

@@ -77,7 +77,9 @@ func (g *Gate) setTicket(w http.ResponseWriter, r *http.Request, m Match, d ushe
 	if m.Room == nil {
 		return
 	}
-	clearSolution(w, m)
+	// The ticket's cookie goes first: some proxies pass on only the first
+	// Set-Cookie of a forward-auth answer (nginx before 1.23).
+	defer clearSolution(w, m)
 	if !d.TicketChanged {
 		return
 	}

@@ -137,16 +137,44 @@ func (g *Gate) originalRequest(r *http.Request, trustPeer bool) (*http.Request, 
 		return nil, netip.Addr{}, "", "", usher.Errorf(usher.EForbidden,
 			"forward auth is answered only for trusted_proxies: %s is not one", peer)
 	}
-	first := func(names ...string) string {
+	// one returns the value the named headers agree on: a question whose
+	// headers describe two requests (the proxy's, and a visitor's passed
+	// on) is answered for neither.
+	one := func(names ...string) (string, error) {
+		var val, from string
 		for _, n := range names {
-			if v := strings.TrimSpace(r.Header.Get(n)); v != "" {
-				return v
+			vs := r.Header.Values(n)
+			if len(vs) > 1 {
+				return "", usher.Errorf(usher.EInvalid, "%s is sent %d times: the proxy must set it once", n, len(vs))
+			}
+			v := ""
+			if len(vs) == 1 {
+				v = strings.TrimSpace(vs[0])
+			}
+			if n == "X-Original-Url" && v != "" {
+				// ingress-nginx sends the whole URL: its path and query.
+				if u, err := url.Parse(v); err == nil && u.IsAbs() {
+					v = u.RequestURI()
+				}
+			}
+			switch {
+			case v == "":
+			case val == "":
+				val, from = v, n
+			case v != val:
+				return "", usher.Errorf(usher.EInvalid, "%s and %s disagree (%.80q, %.80q): the proxy must set them, not pass on the visitor's", from, n, val, v)
 			}
 		}
-		return ""
+		return val, nil
 	}
-	uri := first("X-Forwarded-Uri", "X-Original-Uri", "X-Original-Url")
-	method := first("X-Forwarded-Method", "X-Original-Method")
+	uri, err := one("X-Forwarded-Uri", "X-Original-Uri", "X-Original-Url")
+	if err != nil {
+		return nil, netip.Addr{}, "", "", err
+	}
+	method, err := one("X-Forwarded-Method", "X-Original-Method")
+	if err != nil {
+		return nil, netip.Addr{}, "", "", err
+	}
 	if uri == "" {
 		// Envoy's ext_authz appends the original path to its path prefix,
 		// and keeps the method.
@@ -176,7 +204,9 @@ func (g *Gate) originalRequest(r *http.Request, trustPeer bool) (*http.Request, 
 		return nil, netip.Addr{}, "", "", usher.Errorf(usher.EInvalid, "X-Forwarded-Method must be an HTTP method, got %.40q", method)
 	}
 	ip, scheme, host := server.ClientInfo(r, trusted)
-	if h := first("X-Original-Host"); h != "" && r.Header.Get("X-Forwarded-Host") == "" {
+	if h, err := one("X-Forwarded-Host", "X-Original-Host"); err != nil {
+		return nil, netip.Addr{}, "", "", err
+	} else if h != "" && r.Header.Get("X-Forwarded-Host") == "" {
 		host = h
 	}
 	if host == "" || strings.ContainsAny(host, " /\\?#@\r\n") {

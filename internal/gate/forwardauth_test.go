@@ -169,14 +169,20 @@ func TestForwardAuthBadInput(t *testing.T) {
 		want int
 		text string
 	}{
-		"no uri":       {map[string]string{"X-Forwarded-Host": "shop.example"}, 400, "X-Forwarded-Uri"},
-		"absolute uri": {map[string]string{"X-Forwarded-Uri": "http://evil/x"}, 400, "original URI"},
-		"bad method":   {map[string]string{"X-Forwarded-Uri": "/x", "X-Forwarded-Method": "G ET"}, 400, "X-Forwarded-Method"},
+		"no uri":           {map[string]string{"X-Forwarded-Host": "shop.example"}, 400, "X-Forwarded-Uri"},
+		"absolute uri":     {map[string]string{"X-Forwarded-Uri": "http://evil/x"}, 400, "original URI"},
+		"bad method":       {map[string]string{"X-Forwarded-Uri": "/x", "X-Forwarded-Method": "G ET"}, 400, "X-Forwarded-Method"},
+		"uris disagree":    {map[string]string{"X-Original-Uri": "/beer", "X-Forwarded-Uri": "/static/x.css"}, 400, "disagree"},
+		"methods disagree": {map[string]string{"X-Original-Uri": "/beer", "X-Original-Method": "POST", "X-Forwarded-Method": "GET"}, 400, "disagree"},
 	} {
 		got := a.ask(t, gate.AuthPath, tc.hdr)
 		if got.status != tc.want || !strings.Contains(got.body, tc.text) {
 			t.Errorf("%s: %d %q, want %d naming %s", name, got.status, got.body, tc.want, tc.text)
 		}
+	}
+	// ingress-nginx's whole URL: its path and query are the request's.
+	if got := a.ask(t, gate.AuthPath, map[string]string{"X-Original-Url": "https://shop.example/drop/x?y=1", "X-Forwarded-Host": "shop.example"}); got.status != 200 {
+		t.Errorf("an absolute X-Original-URL: %d %q", got.status, got.body)
 	}
 	// An untrusted peer: the gate trusts only 10/8 here.
 	st, _ := local.Open(local.Options{})
