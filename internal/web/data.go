@@ -38,6 +38,10 @@ type PageData struct {
 	// WaitMinutes is the estimated wait rounded up to whole minutes (0 when
 	// unknown, or less than a minute).
 	WaitMinutes int64
+	// WaitSeconds is the same wait in whole seconds, rounded up (0 when
+	// unknown): waitTimeSeconds in JSON, and what the page's script
+	// counts down between check-ins.
+	WaitSeconds int64
 	// WaitLow and WaitHigh are, for the random method, the 25th and 75th
 	// percentiles of the wait in whole minutes (see Minutes); the page says
 	// "between WaitLow and WaitHigh minutes" when WaitHigh > 0 and the wait
@@ -131,6 +135,7 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 	}
 	if d.WaitKnown {
 		pd.WaitMinutes = Minutes(d.EstimatedWait)
+		pd.WaitSeconds = Seconds(d.EstimatedWait)
 		if d.WaitHigh > 0 {
 			pd.WaitLow, pd.WaitHigh = Minutes(d.WaitLow), Minutes(d.WaitHigh)
 		}
@@ -173,6 +178,12 @@ func RefreshSeconds(after, fallback time.Duration) int {
 // positive.
 func Minutes(d time.Duration) int64 {
 	return int64(math.Ceil(max(d, 0).Minutes()))
+}
+
+// Seconds returns d in whole seconds, rounded up; 0 when d is not
+// positive.
+func Seconds(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Seconds()))
 }
 
 // FormatMinutes writes a wait of n whole minutes in English words: "less

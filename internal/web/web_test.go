@@ -227,7 +227,7 @@ func TestNewPageData(t *testing.T) {
 	room := &usher.Room{ID: "r", Settings: usher.Settings{RefreshInterval: 15 * time.Second}}
 	pd := NewPageData(room, usher.Decision{Position: 1, WaitKnown: true, EstimatedWait: 10 * time.Second}, at)
 	if pd.RoomName != "r" || pd.QueueingMethod != "fifo" || pd.RefreshSeconds != 15 || pd.PeopleAhead != 0 ||
-		pd.WaitMinutes != 1 || pd.WaitFormatted() != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != 0 ||
+		pd.WaitMinutes != 1 || pd.WaitSeconds != 10 || pd.WaitFormatted() != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != 0 ||
 		pd.Lang != "en-US" {
 		t.Errorf("NewPageData = %+v", pd)
 	}
