@@ -218,8 +218,10 @@ const notifyLog = `(function () {
 // (heading, title, the screen readers' sentence) without reloading, check
 // in exactly when each answer says, and go into the site by itself when
 // its turn comes, notifying the visitor who asked. Without JavaScript the
-// page still shows its place and checks in by meta refresh. At 390x844, in
-// every language, nothing overflows sideways.
+// page still shows its place and checks in by meta refresh; in a room
+// without JSON the script reloads at each check-in; with
+// prefers-reduced-motion the bar neither creeps nor animates. At 390x844,
+// in every language, nothing overflows sideways.
 func TestLivePageChromium(t *testing.T) {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
@@ -358,6 +360,28 @@ func TestLivePageChromium(t *testing.T) {
 		t.Logf("without JavaScript: reloaded %v after the first answer (Refresh: %d)", gap.Round(time.Millisecond), hits[0].refresh)
 		if gap < time.Duration(hits[0].refresh)*time.Second || gap > time.Duration(hits[0].refresh)*time.Second+3*time.Second {
 			t.Errorf("meta refresh after %v, want %d s", gap, hits[0].refresh)
+		}
+	})
+
+	t.Run("reduced motion", func(t *testing.T) {
+		tab, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext()) // another visitor, behind
+		defer cancel()
+		if err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}})
+			return err
+		}), chromedp.Navigate(s.gate.URL+"/?tab=reduce")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := chromedp.Run(tab, chromedp.Evaluate[string](`(function () {
+			var bar = document.getElementById("progress");
+			return bar.className + " " + getComputedStyle(bar.firstElementChild).transitionDuration;
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "bar 0s" {
+			t.Errorf("with prefers-reduced-motion the bar is %q, want no creep and no transition (\"bar 0s\")", got)
 		}
 	})
 
