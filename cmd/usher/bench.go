@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +53,10 @@ type benchFlags struct {
 	// standing-room
 	bound      time.Duration
 	maxWaiters int
+
+	// arr and model are flash-crowd's arrivals and visitors, parsed.
+	arr   bench.Arrivals
+	model bench.VisitorModel
 }
 
 func (m *Main) bench(ctx context.Context, args []string) error {
@@ -67,15 +76,38 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range benchWarnings(out) {
+		fmt.Fprintf(m.Stderr, "usher bench: warning: %s\n", w)
+	}
 	if f.jsonOut {
 		return writeJSON(m, out)
 	}
+	writeBenchSummary(m.Stdout, out)
+	fmt.Fprintln(m.Stdout)
 	printTable(m.Stdout, out)
 	return nil
 }
 
-// parseBenchFlags parses usher bench's command line and checks that its flags
-// go together.
+// benchScenarioFlags are the flags each scenario reads, besides
+// --scenario, --self and --json; setting another is a mistake.
+var benchScenarioFlags = map[string][]string{
+	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
+		"total", "per-minute", "session", "refresh"},
+	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded"},
+	"standing-room": {"refresh", "bound", "max-waiters"},
+}
+
+// The bounds a room's config puts on its settings (internal/config), which
+// the flags describing a bench room keep.
+const (
+	minSession = 10 * time.Second
+	minRefresh = time.Second
+	maxRefresh = 5 * time.Minute
+)
+
+// parseBenchFlags parses usher bench's command line and checks every value
+// and that the flags go together; each problem is a line on stderr naming
+// the flag and the reason, and the error is errUsage (exit code 2).
 func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
 	var f benchFlags
@@ -88,12 +120,12 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.arrivals, "arrivals", "flash:5000@30s", "arrival curve: flash:N@D, steady:R/s@D, ramp:N@D, csv:FILE")
 	fs.StringVar(&f.browse, "browse", "2s-8s", "how long an admitted visitor stays")
 	fs.StringVar(&f.every, "every", "1s-3s", "pause between an admitted visitor's requests")
-	fs.Float64Var(&f.abandon, "abandon", 0.2, "share of visitors who give up waiting")
+	fs.Float64Var(&f.abandon, "abandon", 0.2, "share of visitors who give up waiting, from 0 to 1")
 	fs.StringVar(&f.patience, "patience", "5s-60s", "how long those who give up wait")
 	fs.IntVar(&f.total, "total", 1000, "the room's total_active_users")
 	fs.IntVar(&f.perMinute, "per-minute", 3000, "the room's new_users_per_minute")
-	fs.DurationVar(&f.session, "session", 10*time.Second, "the room's session_duration")
-	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "the room's refresh_interval")
+	fs.DurationVar(&f.session, "session", 10*time.Second, "the room's session_duration (at least 10s)")
+	fs.DurationVar(&f.refresh, "refresh", 2*time.Second, "the room's refresh_interval (1s to 5m)")
 	fs.IntVar(&f.rounds, "rounds", 3, "throughput: rounds (each measures every target once, interleaved)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "throughput: how long each target is loaded per round")
 	fs.IntVar(&f.workers, "workers", 32, "throughput: requests in flight")
@@ -101,29 +133,103 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput: --redis is a Redis Cluster")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
-	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try")
+	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
-	usage := func(format string, args ...any) (*benchFlags, error) {
-		fmt.Fprintf(m.Stderr, "usher bench: "+format+"\n", args...)
-		return nil, errUsage
+	var bad []string
+	problem := func(flag, format string, args ...any) {
+		bad = append(bad, "--"+flag+": "+fmt.Sprintf(format, args...))
 	}
-	switch f.scenario {
-	case "flash-crowd", "throughput", "standing-room":
-	default:
-		return usage("--scenario: unknown scenario %q (flash-crowd, throughput, standing-room)", f.scenario)
+	uses, known := benchScenarioFlags[f.scenario]
+	if !known {
+		problem("scenario", "unknown scenario %q (flash-crowd, throughput, standing-room)", f.scenario)
 	}
-	if !f.self && (f.target == "" || f.scenario != "flash-crowd") {
-		return usage("--self is needed, except for --scenario flash-crowd with --target URL")
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if known {
+		for _, name := range slices.Sorted(maps.Keys(set)) {
+			if name != "scenario" && name != "self" && name != "json" && !slices.Contains(uses, name) {
+				problem(name, "--scenario %s does not use it", f.scenario)
+			}
+		}
 	}
 	switch {
-	case f.redis != "" && f.scenario != "throughput":
-		return usage("--redis: only --scenario throughput runs usher on Redis")
-	case f.redis == "" && (f.redisCluster || f.compareEmbedded):
-		return usage("--redis-cluster and --compare-embedded need --redis ADDR")
-	case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
-		return usage("--redis: several addresses need --redis-cluster")
+	case f.self && f.target != "":
+		problem("target", "with --self, usher runs in this process; give one or the other")
+	case !f.self && f.target == "":
+		problem("self", "needed, except for --scenario flash-crowd with --target URL")
+	}
+	if f.target != "" {
+		if u, err := url.Parse(f.target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			problem("target", "%q is not an http:// or https:// URL", f.target)
+		}
+	}
+	if f.scenario == "flash-crowd" {
+		var err error
+		if f.arr, err = bench.ParseArrivals(f.arrivals); err != nil {
+			problem("arrivals", "%v", err)
+		}
+		for _, d := range []struct {
+			flag, s string
+			dst     *bench.Dist
+		}{{"browse", f.browse, &f.model.Browse}, {"every", f.every, &f.model.RequestEvery}, {"patience", f.patience, &f.model.Patience}} {
+			if *d.dst, err = bench.ParseDist(d.s); err != nil {
+				problem(d.flag, "%v", err)
+			}
+		}
+		f.model.AbandonFraction = f.abandon
+		if !(f.abandon >= 0 && f.abandon <= 1) {
+			problem("abandon", "%v is not a share from 0 to 1", f.abandon)
+		}
+		if f.total < 1 {
+			problem("total", "%d: a room lets at least 1 visitor in", f.total)
+		}
+		if f.perMinute < 1 {
+			problem("per-minute", "%d: a room lets at least 1 visitor in a minute", f.perMinute)
+		}
+		if f.session < minSession {
+			problem("session", "%v: a room's session_duration is at least %v", f.session, minSession)
+		}
+		if f.plot != "" {
+			if st, err := os.Stat(filepath.Dir(f.plot)); err != nil || !st.IsDir() {
+				problem("plot", "cannot write %s: no folder %s", f.plot, filepath.Dir(f.plot))
+			}
+		}
+	}
+	if f.scenario != "throughput" && (f.refresh < minRefresh || f.refresh > maxRefresh) {
+		problem("refresh", "%v: a room's refresh_interval is from %v to %v", f.refresh, minRefresh, maxRefresh)
+	}
+	if f.scenario == "throughput" {
+		if f.rounds < 1 {
+			problem("rounds", "%d: at least 1", f.rounds)
+		}
+		if f.duration <= 0 {
+			problem("duration", "%v: must be above zero", f.duration)
+		}
+		if f.workers < 1 {
+			problem("workers", "%d: at least 1", f.workers)
+		}
+		switch {
+		case f.redis == "" && (f.redisCluster || f.compareEmbedded):
+			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
+		case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
+			problem("redis", "several addresses need --redis-cluster")
+		}
+	}
+	if f.scenario == "standing-room" {
+		if f.bound <= 0 {
+			problem("bound", "%v: must be above zero", f.bound)
+		}
+		if f.maxWaiters < 1000 {
+			problem("max-waiters", "%d: at least 1000, the first step", f.maxWaiters)
+		}
+	}
+	if len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(m.Stderr, "usher bench: %s\n", b)
+		}
+		return nil, errUsage
 	}
 	return &f, nil
 }

@@ -29,23 +29,6 @@ const flashRoom = `  - id: flash
 `
 
 func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, error) {
-	arr, err := bench.ParseArrivals(f.arrivals)
-	if err != nil {
-		return nil, fmt.Errorf("--arrivals: %w", err)
-	}
-	model := bench.VisitorModel{AbandonFraction: f.abandon}
-	for _, d := range []struct {
-		flag string
-		s    string
-		dst  *bench.Dist
-	}{{"--browse", f.browse, &model.Browse}, {"--every", f.every, &model.RequestEvery}, {"--patience", f.patience, &model.Patience}} {
-		if *d.dst, err = bench.ParseDist(d.s); err != nil {
-			return nil, fmt.Errorf("%s: %w", d.flag, err)
-		}
-	}
-	if err := model.Validate(); err != nil {
-		return nil, fmt.Errorf("--abandon: %w", err)
-	}
 	lim := bench.Limits{
 		TotalActiveUsers:  f.total,
 		NewUsersPerMinute: f.perMinute,
@@ -61,14 +44,17 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 		defer env.stop()
 		target = env.usherURL + "/"
 	}
+	line := m.progress("usher bench: ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   target,
-		Arrivals: arr,
-		Model:    model,
+		Arrivals: f.arr,
+		Model:    f.model,
 		Seed:     f.seed,
 		Horizon:  time.Hour,
 		MaxConns: 1024,
+		Progress: func(p bench.Progress) { line.Update(p.String()) },
 	})
+	line.Done()
 	if err != nil {
 		return nil, err
 	}

@@ -105,10 +105,13 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	}
 	res := &StandingResult{Scenario: "standing-room", RefreshS: f.refresh.Seconds(), BoundMs: float64(f.bound) / float64(time.Millisecond)}
 	var cookies []string
+	line := m.progress("usher bench: ")
+	defer line.Done()
 	for _, n := range []int{1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000} {
 		if n > f.maxWaiters {
 			break
 		}
+		line.Update(fmt.Sprintf("%s waiters (p99 so far within the bound up to %s)", bench.Count(n), bench.Count(res.MaxWaiters)))
 		// Bring in the new waiters.
 		more, err := prime(ctx, client, base, n-len(cookies))
 		if err != nil {

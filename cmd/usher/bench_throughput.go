@@ -173,6 +173,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	served, calls := map[string]int64{}, map[string]int64{}
 	// CPU time per request, each round: this process's and nginx's.
 	selfPerReq, nginxPerReq := map[string][]float64{}, map[string][]float64{}
+	line := m.progress("usher bench: ")
+	defer line.Done()
+	loads, done := f.rounds*len(targets), 0
 	for round := range f.rounds {
 		order := slices.Clone(targets)
 		if round%2 == 1 && env.embeddedURL != "" {
@@ -184,6 +187,8 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			}
 		}
 		for _, tg := range order {
+			line.Update(fmt.Sprintf("round %d of %d, loading %s (%d of %d loads done)", round+1, f.rounds, tg.name, done, loads))
+			done++
 			cfg := tg.cfg
 			cfg.Workers, cfg.Duration = f.workers, f.duration
 			cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()

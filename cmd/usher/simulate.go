@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -43,27 +45,49 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		return configError(*path, err)
-	}
-	room, err := pickRoom(cfg, *roomID)
-	if err != nil {
-		return err
-	}
+	// Every flag's value first, each problem on a line naming the flag.
+	var bad []string
+	problem := func(flag string, err error) { bad = append(bad, "--"+flag+": "+err.Error()) }
 	arr, err := bench.ParseArrivals(*arrivals)
 	if err != nil {
-		return fmt.Errorf("--arrivals: %w", err)
+		problem("arrivals", err)
 	}
 	model := bench.VisitorModel{}
 	if model.Browse, err = bench.ParseDist(*browse); err != nil {
-		return fmt.Errorf("--browse: %w", err)
+		problem("browse", err)
 	}
 	if model.RequestEvery, err = bench.ParseDist(*every); err != nil {
-		return fmt.Errorf("--every: %w", err)
+		problem("every", err)
 	}
 	if model.AbandonFraction, model.Patience, err = parseAbandon(*abandon); err != nil {
-		return fmt.Errorf("--abandon: %w", err)
+		problem("abandon", err)
+	}
+	if *horizon <= 0 {
+		problem("horizon", fmt.Errorf("%v: must be above zero", *horizon))
+	}
+	if *plot != "" {
+		if st, err := os.Stat(filepath.Dir(*plot)); err != nil || !st.IsDir() {
+			problem("plot", fmt.Errorf("cannot write %s: no folder %s", *plot, filepath.Dir(*plot)))
+		}
+	}
+	if _, err := os.Stat(*path); err != nil {
+		problem("config", err)
+	}
+	var cfg *config.Config
+	var room *usher.Room
+	if len(bad) == 0 {
+		if cfg, err = config.Load(*path); err != nil {
+			return configError(*path, err)
+		}
+		if room, err = pickRoom(cfg, *roomID); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	if len(bad) > 0 {
+		for _, b := range bad {
+			fmt.Fprintf(m.Stderr, "usher simulate: %s\n", b)
+		}
+		return errUsage
 	}
 	store, err := local.Open(local.Options{})
 	if err != nil {
@@ -71,7 +95,10 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	}
 	defer store.Close()
 	start := time.Now()
-	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true})
+	line := m.progress("usher simulate: ")
+	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true,
+		Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
+	line.Done()
 	if err != nil {
 		return err
 	}
@@ -83,14 +110,24 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		MaxQueue: sum.MaxWaiting, Drained: sum.Drained, DrainedS: sum.DrainedS,
 		Result: bench.Report(tl, lim), Waits: sum.Waits,
 	}
+	if tl.Horizon {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the simulated clock reached --horizon %v with visitors still there; raise it to see the end", *horizon))
+	}
 	if *plot != "" {
 		if err := writePlot(*plot, tl, lim, fmt.Sprintf("usher simulate: room %s, %s", room.ID, *arrivals)); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(m.Stderr, "usher simulate: warning: %s\n", w)
+	}
 	if *jsonOut {
 		return writeJSON(m, res)
 	}
+	fmt.Fprintf(m.Stdout, "Simulated room %s (%s, seed %d): %s of event in %s.\n", room.ID, *arrivals, *seed,
+		bench.Human(tl.End.Sub(tl.Start)), bench.Human(time.Duration(res.ElapsedS*float64(time.Second))))
+	bench.WriteSummary(m.Stdout, res.Result, lim)
+	fmt.Fprintln(m.Stdout)
 	printTable(m.Stdout, res)
 	return nil
 }

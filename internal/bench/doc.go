@@ -19,8 +19,12 @@
 //   - Report, Series and SimSummary, the arithmetic over a Timeline:
 //     active users and admissions per 60 s against the room's limits,
 //     utilisation while a queue exists, FIFO inversions, wait percentiles
-//     (by arrival minute too) and the error of the announced wait; and
-//     PlotSVG, the plot of it.
+//     (by arrival minute too) and the error of the announced wait, what
+//     bound the room, the queue's peak and drain, and warnings when a run
+//     measured nothing; WriteSummary, the same in a few sentences for
+//     people; and PlotSVG, the plot of it.
+//   - Progress, what Run and Simulate report while they run, for a
+//     progress line.
 //
 // The package imports the standard library, the root usher package and
 // the engine; the store a simulation runs on is the caller's.

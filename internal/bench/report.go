@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -100,13 +101,45 @@ type Result struct {
 	// RequeuedWhileBrowsing counts admitted visitors sent back to the queue
 	// while their session certainly held (invariant 7).
 	RequeuedWhileBrowsing int `json:"requeued_while_browsing"`
+
+	// WaitP90S is the 90th percentile of the waits, as WaitP50S.
+	WaitP90S float64 `json:"wait_p90_s"`
+	// ETAErrorMedianPct is ETAErrorMedianS as a percentage of the median
+	// of the same visitors' actual waits (from that check-in to admission);
+	// zero when no wait was announced.
+	ETAErrorMedianPct float64 `json:"eta_error_median_pct"`
+	// QueuePeak is the most visitors waiting at once, first reached
+	// QueuePeakAtS seconds after the timeline's start.
+	QueuePeak    int     `json:"queue_peak"`
+	QueuePeakAtS float64 `json:"queue_peak_at_s"`
+	// QueueDrained reports that nobody waited at the end of the timeline;
+	// QueueDrainedS is when the last waiter stopped waiting, in seconds
+	// from its start (zero when nobody waited or the queue did not drain;
+	// SimSummary's DrainedS).
+	QueueDrained  bool    `json:"queue_drained"`
+	QueueDrainedS float64 `json:"queue_drained_s"`
+	// BoundBy is the limit that held the line back while a queue existed:
+	// "concurrency" when total_active_users left no more free slots than
+	// new_users_per_minute did at most of the samples Utilization takes,
+	// "rate" otherwise; empty when nobody waited.
+	BoundBy string `json:"bound_by,omitempty"`
+	// Warnings say, in words, why the figures may measure nothing (nobody
+	// waited, nobody was let in, every request failed, visitors were still
+	// there when the run stopped); empty when there is nothing to say.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// The values of Result.BoundBy.
+const (
+	BoundByConcurrency = "concurrency"
+	BoundByRate        = "rate"
+)
 
 // Report measures tl against lim.
 func Report(tl *Timeline, lim Limits) Result {
 	ix := newIndex(tl, lim)
 	res := Result{Visitors: len(tl.Visitors)}
-	var waits, etaErrs []time.Duration
+	var waits, etaErrs, etaActual []time.Duration
 	for i := range tl.Visitors {
 		v := &tl.Visitors[i]
 		res.Errors += len(v.Errors)
@@ -114,8 +147,9 @@ func Report(tl *Timeline, lim Limits) Result {
 		case !v.Admitted.IsZero():
 			res.Admitted++
 			waits = append(waits, v.Admitted.Sub(v.arrivalSent()))
-			if e, ok := etaError(v); ok {
+			if e, actual, ok := etaError(v); ok {
 				etaErrs = append(etaErrs, e)
+				etaActual = append(etaActual, actual)
 			}
 			if !v.RequeuedAt.IsZero() && v.RequeuedAt.Before(sessionEnd(v, lim, false)) {
 				res.RequeuedWhileBrowsing++
@@ -147,7 +181,62 @@ func Report(tl *Timeline, lim Limits) Result {
 	res.WaitP99S = seconds(percentile(waits, 99))
 	res.ETAErrorMedianS = seconds(percentile(etaErrs, 50))
 	res.ETAErrorP90S = seconds(percentile(etaErrs, 90))
+	res.WaitP90S = seconds(percentile(waits, 90))
+	if m := percentile(etaActual, 50); m > 0 {
+		res.ETAErrorMedianPct = 100 * res.ETAErrorMedianS / m.Seconds()
+	}
+	queue(ix, &res)
+	res.Warnings = warnings(tl, &res)
 	return res
+}
+
+// queue fills QueuePeak, QueuePeakAtS, QueueDrained and QueueDrainedS. The
+// queue is longest at some visitor's start of waiting.
+func queue(ix *index, res *Result) {
+	res.QueueDrained = true
+	for _, s := range ix.waitStart {
+		if n := ix.waiting(s); n > res.QueuePeak {
+			res.QueuePeak, res.QueuePeakAtS = n, seconds(time.Duration(s-ix.from))
+		}
+	}
+	if n := len(ix.waitEnd); n > 0 {
+		last := ix.waitEnd[n-1] // sorted
+		if last == math.MaxInt64 || last > ix.to {
+			res.QueueDrained = false
+		} else {
+			res.QueueDrainedS = seconds(time.Duration(last - ix.from))
+		}
+	}
+}
+
+// warnings says why res may measure nothing.
+func warnings(tl *Timeline, res *Result) []string {
+	var w []string
+	arrived := 0
+	for i := range tl.Visitors {
+		if !tl.Visitors[i].Arrival.IsZero() {
+			arrived++
+		}
+	}
+	switch {
+	case res.Visitors == 0:
+		return []string{"no visitors: the run measured nothing"}
+	case arrived == 0:
+		return []string{"no request got an answer: the run measured nothing; is usher running at the target?"}
+	}
+	if res.QueuePeak == 0 {
+		w = append(w, "nobody waited: the room never filled, so utilisation and waits measure nothing; raise the arrivals or lower the limits")
+	}
+	if res.Admitted == 0 {
+		w = append(w, "nobody was admitted: the limits, waits and estimates measure nothing; is the room letting anyone in (queue_all, reject, an event not started, errors)?")
+	}
+	if res.Errors > 0 {
+		w = append(w, fmt.Sprintf("%s failed (%s)", plural(res.Errors, "request", "requests"), errorKinds(res.ErrorCounts)))
+	}
+	if res.Unfinished > 0 {
+		w = append(w, fmt.Sprintf("%s still there when the run stopped (or never got an answer): their waits are not counted", plural(res.Unfinished, "visitor was", "visitors were")))
+	}
+	return w
 }
 
 // maxActive is the most sessions holding at once; it is reached at some
@@ -192,13 +281,16 @@ func maxRate(tl *Timeline) int {
 // utilization fills Utilization, QueueS, MaxIdleS and MaxIdleRatio.
 func utilization(ix *index, lim Limits, res *Result) {
 	step := int64(SampleEvery)
-	var samples, freeSum, run, longest int
+	var samples, freeSum, run, longest, byRate int
 	for t := ix.from; t <= ix.to; t += step {
 		if ix.waiting(t) == 0 {
 			run = 0
 			continue
 		}
 		samples++
+		if lim.NewUsersPerMinute > 0 && lim.NewUsersPerMinute-ix.admittedLastMinute(t) < lim.TotalActiveUsers-ix.active(t) {
+			byRate++
+		}
 		f := ix.free(t, lim)
 		freeSum += f
 		if f > 0 {
@@ -211,6 +303,13 @@ func utilization(ix *index, lim Limits, res *Result) {
 	res.QueueS = seconds(time.Duration(samples) * SampleEvery)
 	res.MaxIdleS = seconds(time.Duration(longest) * SampleEvery)
 	res.MaxIdleRatio = ratio(res.MaxIdleS, lim.RefreshInterval.Seconds())
+	switch {
+	case samples == 0:
+	case 2*byRate > samples:
+		res.BoundBy = BoundByRate
+	default:
+		res.BoundBy = BoundByConcurrency
+	}
 	if samples > 0 && lim.TotalActiveUsers > 0 {
 		res.Utilization = 1 - float64(freeSum)/float64(samples)/float64(lim.TotalActiveUsers)
 	}
@@ -250,15 +349,17 @@ func fifoInversions(tl *Timeline, ix *index) int {
 	return n
 }
 
-// etaError is |promised - actual| for v's first check-in with a known wait.
-func etaError(v *Visitor) (time.Duration, bool) {
+// etaError is |promised - actual| for v's first check-in with a known
+// wait, and the actual wait.
+func etaError(v *Visitor) (time.Duration, time.Duration, bool) {
 	for _, c := range v.CheckIns {
 		if c.ETAKnown {
-			d := c.ETA - v.Admitted.Sub(c.At)
-			return max(d, -d), true
+			actual := v.Admitted.Sub(c.At)
+			d := c.ETA - actual
+			return max(d, -d), actual, true
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // percentile is the nearest-rank p-th percentile of ds (zero when empty):

@@ -270,6 +270,7 @@ func TestReportCounts(t *testing.T) {
 		"max_active", "max_active_ratio", "max_rate", "max_rate_ratio", "utilization", "fifo_inversions",
 		"wait_p50_s", "wait_p95_s", "wait_p99_s", "eta_error_median_s", "eta_error_p90_s",
 		"requeued_while_browsing", "admitted", "abandoned", "visitors", "errors", "duration_s",
+		"wait_p90_s", "eta_error_median_pct", "queue_peak", "queue_peak_at_s", "queue_drained", "queue_drained_s", "warnings",
 	} {
 		if !strings.Contains(string(b), `"`+key+`":`) {
 			t.Errorf("JSON has no %q: %s", key, b)

@@ -51,6 +51,12 @@ type Config struct {
 	// Now is the clock of the timeline (nil: time.Now). Waits always
 	// follow the real clock.
 	Now func() time.Time
+	// Progress, when not nil, receives the run's progress about every
+	// ProgressEvery (zero: DefaultProgressEvery) and once at the end
+	// (Progress.Done), from one goroutine at a time.
+	Progress func(Progress)
+	// ProgressEvery is how often Progress is called.
+	ProgressEvery time.Duration
 }
 
 // Run drives usher at cfg.Target with virtual visitors and returns what
@@ -110,6 +116,12 @@ func Run(ctx context.Context, cfg Config) (*Timeline, error) {
 		vs := r.newVisitor(v, uint64(i))
 		wg.Go(func() { vs.live(runCtx) })
 	}
+	if cfg.Progress != nil {
+		stop := report(cfg.Progress, orDefault(cfg.ProgressEvery, DefaultProgressEvery), func(done bool) Progress {
+			return r.tally.progress(time.Since(r.start), len(offsets), done)
+		})
+		defer stop()
+	}
 	wg.Wait()
 	tl.End = r.now()
 	tl.Horizon = runCtx.Err() != nil
@@ -117,6 +129,30 @@ func Run(ctx context.Context, cfg Config) (*Timeline, error) {
 		return tl, err
 	}
 	return tl, nil
+}
+
+// report calls f with progress() every period until the returned stop is
+// called, which makes the last call (done).
+func report(f func(Progress), every time.Duration, progress func(done bool) Progress) (stop func()) {
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				f(progress(false))
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+		f(progress(true))
+	}
 }
 
 // runner is what the visitors of one run share.
@@ -130,6 +166,7 @@ type runner struct {
 	transport  http.RoundTripper
 	now        func() time.Time
 	start      time.Time // real clock, with its monotonic reading
+	tally      tally
 }
 
 func newRunner(cfg Config) *runner {

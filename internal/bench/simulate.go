@@ -48,6 +48,13 @@ type SimConfig struct {
 	// the first, the first with a known wait, and the latest. A large run
 	// then needs a fraction of the memory and time.
 	Compact bool
+	// Progress, when not nil, receives the run's progress (Elapsed in
+	// simulated time) about every ProgressEvery of real time (zero:
+	// DefaultProgressEvery) and once at the end (Progress.Done), on the
+	// goroutine that called Simulate.
+	Progress func(Progress)
+	// ProgressEvery is how often Progress is called.
+	ProgressEvery time.Duration
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -136,6 +143,7 @@ type simVisitor struct {
 	arrived  bool
 	browsing bool
 	has      bool // ticket is set
+	queued   bool // waits (for the progress counts)
 	ticket   usher.Ticket
 }
 
@@ -155,6 +163,10 @@ type sim struct {
 	// turned is what a rejected visitor sees (see classify).
 	turnedKind, turnedDetail string
 	turnedStatus             int
+	// tally counts the visitors by state; reported is when Progress was
+	// last called (real clock).
+	tally    tally
+	reported time.Time
 }
 
 func newSim(cfg SimConfig) *sim {
@@ -222,6 +234,7 @@ func (s *sim) run(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return s.finish(last, true, err)
 			}
+			s.report(last, false)
 		}
 		ev, src, ok := ag.peek()
 		switch {
@@ -257,7 +270,46 @@ func (s *sim) finish(end time.Duration, horizon bool, err error) error {
 	s.tl.End = s.at(end)
 	s.tl.Horizon = horizon
 	s.rec.close()
+	s.report(end, true)
 	return err
+}
+
+// report calls cfg.Progress when ProgressEvery has passed since the last
+// call, and always when done.
+func (s *sim) report(now time.Duration, done bool) {
+	if s.cfg.Progress == nil {
+		return
+	}
+	if s.reported.IsZero() {
+		s.reported = time.Now()
+	}
+	if !done && time.Since(s.reported) < orDefault(s.cfg.ProgressEvery, DefaultProgressEvery) {
+		return
+	}
+	s.reported = time.Now()
+	s.cfg.Progress(s.tally.progress(now, len(s.vs), done))
+}
+
+// queue counts v in (true) or out of (false) the line.
+func (s *sim) queue(v *simVisitor, in bool) {
+	if v.queued == in {
+		return
+	}
+	v.queued = in
+	if in {
+		s.tally.waiting.Add(1)
+	} else {
+		s.tally.waiting.Add(-1)
+	}
+}
+
+// arrive records v's first answer at t.
+func (s *sim) arrive(v *simVisitor, t time.Time) {
+	if !v.arrived {
+		v.arrived = true
+		v.rec.Arrival, v.rec.ArrivalAck = t, t
+		s.tally.arrived.Add(1)
+	}
 }
 
 // ceilMS rounds d up to the whole millisecond. The simulated clock ticks in
@@ -283,10 +335,13 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	case simAbandon:
 		t := s.at(now)
 		rec.Abandoned, rec.Left = t, t
+		s.queue(v, false)
+		s.tally.left.Add(1)
 		s.rec.add(simCheckIn{i: ev.i, eta: simDone})
 		return simNext{}, nil
 	case simLeave:
 		rec.Left = s.at(now)
+		s.tally.left.Add(1)
 		return simNext{}, nil
 	}
 	t := s.at(now)
@@ -304,13 +359,12 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	}
 	if d.Outcome != usher.Wait && d.Outcome != usher.Admit && d.Outcome != usher.Pass {
 		// The reject page: an error, as Run's visitors see it.
-		if !v.arrived {
-			v.arrived = true
-			rec.Arrival, rec.ArrivalAck = t, t
-		}
+		s.arrive(v, t)
 		rec.Errors = append(rec.Errors, RequestError{At: t, Kind: s.turnedKind, Status: s.turnedStatus, Detail: s.turnedDetail})
 		if v.errs++; v.errs >= simMaxErrors {
 			rec.GaveUp, rec.Left = true, t
+			s.queue(v, false)
+			s.tally.left.Add(1)
 			s.rec.add(simCheckIn{i: ev.i, eta: simDone})
 			return simNext{}, nil
 		}
@@ -323,18 +377,17 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		if d.Outcome == usher.Wait {
 			rec.Requeued++
 			rec.RequeuedAt, rec.Left = t, t
+			s.tally.left.Add(1)
 			return simNext{}, nil
 		}
 		rec.Requests = append(rec.Requests, t)
 		v.errs = 0
 		return s.pause(v, now), nil
 	}
-	if !v.arrived {
-		v.arrived = true
-		rec.Arrival, rec.ArrivalAck = t, t
-	}
+	s.arrive(v, t)
 	v.errs = 0
 	if d.Outcome == usher.Wait {
+		s.queue(v, true)
 		refresh := refreshSeconds(d.RefreshAfter, s.room.RefreshInterval)
 		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32))}
 		if d.WaitKnown {
@@ -345,6 +398,8 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	}
 	// The origin's answer: admitted.
 	rec.Admitted, rec.AdmittedSent = t, t
+	s.queue(v, false)
+	s.tally.admitted.Add(1)
 	s.rec.add(simCheckIn{i: ev.i, eta: simDone})
 	rec.Requests = append(rec.Requests, t)
 	v.browsing = true

@@ -474,3 +474,30 @@ func TestSimulateCompactReportsTheSame(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateProgress: the simulation reports its last progress with the
+// counts of its timeline, Elapsed in simulated time.
+func TestSimulateProgress(t *testing.T) {
+	t.Parallel()
+	cfg := mediumConfig(t, 5)
+	var got []bench.Progress
+	cfg.ProgressEvery = time.Nanosecond
+	cfg.Progress = func(p bench.Progress) { got = append(got, p) }
+	tl := simulate(t, cfg)
+	res := bench.Report(tl, bench.RoomLimits(&cfg.Room))
+	if len(got) < 2 {
+		t.Fatalf("%d progress reports", len(got))
+	}
+	maxWaiting := 0
+	for _, p := range got[:len(got)-1] {
+		maxWaiting = max(maxWaiting, p.Waiting)
+		if p.Done {
+			t.Errorf("report before the end says done: %+v", p)
+		}
+	}
+	last := got[len(got)-1]
+	if !last.Done || last.Elapsed != tl.End.Sub(tl.Start) || last.Visitors != res.Visitors || last.Arrived != res.Visitors ||
+		last.Admitted != res.Admitted || last.Left != res.Visitors || last.Waiting != 0 || maxWaiting == 0 {
+		t.Errorf("last report %+v (max waiting %d), report %+v", last, maxWaiting, res)
+	}
+}

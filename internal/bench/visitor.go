@@ -54,6 +54,8 @@ type visitor struct {
 	patience time.Duration
 	// deadline is when an abandoner's patience runs out (real clock).
 	deadline time.Time
+	// queued reports that the visitor waits (for the progress counts).
+	queued bool
 }
 
 // live runs the visitor from its arrival until it leaves or ctx ends. The
@@ -73,6 +75,7 @@ func (vs *visitor) live(ctx context.Context) {
 			return
 		case answerWaiting:
 			vs.arrive(a)
+			vs.queue(true)
 			errs = 0
 			vs.v.CheckIns = append(vs.v.CheckIns, a.checkIn)
 			if !vs.wait(ctx, a.checkIn.Refresh) {
@@ -82,6 +85,8 @@ func (vs *visitor) live(ctx context.Context) {
 			vs.arrive(a)
 			admitted := time.Now()
 			vs.v.Admitted, vs.v.AdmittedSent = a.recv, a.sent
+			vs.queue(false)
+			vs.run.tally.admitted.Add(1)
 			vs.v.Requests = append(vs.v.Requests, a.sent)
 			vs.noteOriginError(a)
 			vs.browse(ctx, admitted)
@@ -113,6 +118,7 @@ func (vs *visitor) browse(ctx context.Context, admitted time.Time) {
 		if every <= 0 || !time.Now().Add(every).Before(until) {
 			if sleep(ctx, time.Until(until)) {
 				vs.v.Left = vs.run.now()
+				vs.run.tally.left.Add(1)
 			}
 			return
 		}
@@ -131,6 +137,7 @@ func (vs *visitor) browse(ctx context.Context, admitted time.Time) {
 			vs.v.Requeued++
 			vs.v.RequeuedAt = a.recv
 			vs.v.Left = a.recv
+			vs.run.tally.left.Add(1)
 			return
 		default:
 			vs.fail(a)
@@ -150,6 +157,8 @@ func (vs *visitor) wait(ctx context.Context, d time.Duration) bool {
 		if sleep(ctx, time.Until(vs.deadline)) {
 			now := vs.run.now()
 			vs.v.Abandoned, vs.v.Left = now, now
+			vs.queue(false)
+			vs.run.tally.left.Add(1)
 		}
 		return false
 	}
@@ -160,6 +169,20 @@ func (vs *visitor) wait(ctx context.Context, d time.Duration) bool {
 func (vs *visitor) arrive(a answer) {
 	if vs.v.Arrival.IsZero() {
 		vs.v.Arrival, vs.v.ArrivalAck = a.sent, a.recv
+		vs.run.tally.arrived.Add(1)
+	}
+}
+
+// queue counts the visitor in (true) or out of (false) the line.
+func (vs *visitor) queue(in bool) {
+	if vs.queued == in {
+		return
+	}
+	vs.queued = in
+	if in {
+		vs.run.tally.waiting.Add(1)
+	} else {
+		vs.run.tally.waiting.Add(-1)
 	}
 }
 
@@ -177,6 +200,8 @@ func (vs *visitor) noteOriginError(a answer) {
 func (vs *visitor) giveUp() {
 	vs.v.GaveUp = true
 	vs.v.Left = vs.run.now()
+	vs.queue(false)
+	vs.run.tally.left.Add(1)
 }
 
 // sleep waits d, or until ctx ends; it reports whether d elapsed.

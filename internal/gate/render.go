@@ -15,7 +15,7 @@ import (
 
 // waitingRoomJSON is the JSON answer to a waiter, under "usherWaitingRoom":
 // Cloudflare's fields (cfWaitingRoom), so that apps port over, plus
-// position, peopleAhead and timeUntilEventStartSeconds.
+// position, peopleAhead, waitTimeSeconds and timeUntilEventStartSeconds.
 //
 // While an event's pre-queue is open, isEventPrequeueing is true and
 // timeUntilEventStart (whole minutes, rounded up) and
@@ -28,6 +28,7 @@ type waitingRoomJSON struct {
 	InWaitingRoom              bool   `json:"inWaitingRoom"`
 	WaitTimeKnown              bool   `json:"waitTimeKnown"`
 	WaitTime                   int64  `json:"waitTime"`
+	WaitTimeSeconds            int64  `json:"waitTimeSeconds"`
 	WaitTimeLow                *int64 `json:"waitTimeLow,omitempty"`
 	WaitTimeHigh               *int64 `json:"waitTimeHigh,omitempty"`
 	WaitTimeFormatted          string `json:"waitTimeFormatted"`
@@ -51,6 +52,7 @@ func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
 		InWaitingRoom:          true,
 		WaitTimeKnown:          pd.WaitKnown,
 		WaitTime:               pd.WaitMinutes,
+		WaitTimeSeconds:        pd.WaitSeconds,
 		WaitTimeFormatted:      pd.WaitFormatted(),
 		QueueIsFull:            false, // usher never caps its queue
 		QueueAll:               pd.QueueAll,

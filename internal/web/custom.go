@@ -86,6 +86,7 @@ func (t *Template) Render(w io.Writer, data PageData) error {
 //
 //	waitTimeKnown                bool    the wait is known (false in pre-queue, queue-all, a new line)
 //	waitTime                     int     estimated wait, minutes
+//	waitTimeSeconds              int     the same wait in seconds
 //	waitTimeFormatted            string  the wait in words: "3 minutes", "between 5 and 15 minutes"; "" when unknown
 //	waitTimeHours                int     waitTime / 60
 //	waitTimeHourMinutes          int     waitTime % 60
@@ -122,6 +123,7 @@ func (d PageData) Vars() map[string]any {
 	return map[string]any{
 		"waitTimeKnown":                d.WaitKnown,
 		"waitTime":                     d.WaitMinutes,
+		"waitTimeSeconds":              d.WaitSeconds,
 		"waitTimeFormatted":            d.WaitFormatted(),
 		"waitTimeHours":                d.WaitMinutes / 60,
 		"waitTimeHourMinutes":          d.WaitMinutes % 60,

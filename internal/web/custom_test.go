@@ -14,7 +14,7 @@ import (
 
 // allVars names every variable of Vars, in the order of its doc comment.
 var allVars = []string{
-	"waitTimeKnown", "waitTime", "waitTimeFormatted", "waitTimeHours", "waitTimeHourMinutes",
+	"waitTimeKnown", "waitTime", "waitTimeSeconds", "waitTimeFormatted", "waitTimeHours", "waitTimeHourMinutes",
 	"waitTimeLow", "waitTimeHigh", "waitTime25Percentile", "waitTime50Percentile", "waitTime75Percentile",
 	"inWaitingRoom", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds", "queueingMethod",
 	"isFIFOQueue", "isRandomQueue", "position", "peopleAhead", "roomName", "eventName", "isEventPrequeueing",
@@ -64,6 +64,7 @@ func TestCustomVariables(t *testing.T) {
 	}{
 		{"fifo", fifo, `waitTimeKnown=[true]
 waitTime=[125]
+waitTimeSeconds=[7500]
 waitTimeFormatted=[2 hours 5 minutes]
 waitTimeHours=[2]
 waitTimeHourMinutes=[5]
@@ -93,6 +94,7 @@ usherRefreshMeta=[&lt;meta http-equiv=&#34;refresh&#34; content=&#34;20&#34;&gt;
 `},
 		{"random", random, `waitTimeKnown=[true]
 waitTime=[10]
+waitTimeSeconds=[600]
 waitTimeFormatted=[zwischen 5 und 15 Minuten]
 waitTimeHours=[0]
 waitTimeHourMinutes=[10]
@@ -122,6 +124,7 @@ usherRefreshMeta=[&lt;meta http-equiv=&#34;refresh&#34; content=&#34;30&#34;&gt;
 `},
 		{"prequeue", pre, `waitTimeKnown=[false]
 waitTime=[0]
+waitTimeSeconds=[0]
 waitTimeFormatted=[]
 waitTimeHours=[0]
 waitTimeHourMinutes=[0]

@@ -38,6 +38,10 @@ type PageData struct {
 	// WaitMinutes is the estimated wait rounded up to whole minutes (0 when
 	// unknown, or less than a minute).
 	WaitMinutes int64
+	// WaitSeconds is the same wait in whole seconds, rounded up (0 when
+	// unknown): waitTimeSeconds in JSON, and what the page's script
+	// counts down between check-ins.
+	WaitSeconds int64
 	// WaitLow and WaitHigh are, for the random method, the 25th and 75th
 	// percentiles of the wait in whole minutes (see Minutes); the page says
 	// "between WaitLow and WaitHigh minutes" when WaitHigh > 0 and the wait
@@ -60,19 +64,18 @@ type PageData struct {
 	EventName string
 	// EventStart is when the event starts (zero: no event).
 	EventStart time.Time
-	// Progress, between 0 and 1, is how close the visitor is to the front,
-	// from data that needs no memory of the visitor's first position:
-	//
-	//	Progress = A / (A + n)
-	//
-	// with A the admissions of the last minute and n the visitor's position
-	// (fifo) or the number of live waiters (random). Picture the last
-	// minute's admissions followed by the line still ahead: Progress is the
-	// share of it already through the door. It rises as the line moves and
-	// as the visitor nears the front, is 0 while nobody is let in, and
-	// equals 1 / (1 + wait in minutes) when the wait is n / A minutes. It
-	// is a gauge of nearness, not a fraction of the total wait.
+	// Progress, between 0 and 1, is how close the visitor is to the
+	// front, measured in time: Nearness of the estimated wait, 1 / (1 + w)
+	// with w the wait in minutes (1/2 with a minute to go, 1/11 with ten).
+	// It rises as the wait shortens, needs no memory of the visitor's
+	// first place, and is 0 while the wait is not known (nobody is let in).
+	// The page's script computes the same from each check-in's
+	// waitTimeSeconds, so the bar does not jump when it takes over.
 	Progress float64
+	// JSONEnabled reports that the room answers JSON
+	// (json_response_enabled): the page's script then checks in with it
+	// and updates the page in place instead of reloading it.
+	JSONEnabled bool
 
 	// Challenge is the proof-of-work challenge the challenge page
 	// (PageChallenge) solves before the visitor joins the line (see
@@ -128,9 +131,11 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		LastUpdated:        now.UTC(),
 		QueueingMethod:     method,
 		QueueAll:           d.QueueAll,
+		JSONEnabled:        set.JSONResponseEnabled,
 	}
 	if d.WaitKnown {
 		pd.WaitMinutes = Minutes(d.EstimatedWait)
+		pd.WaitSeconds = Seconds(d.EstimatedWait)
 		if d.WaitHigh > 0 {
 			pd.WaitLow, pd.WaitHigh = Minutes(d.WaitLow), Minutes(d.WaitHigh)
 		}
@@ -140,21 +145,10 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		pd.EventName = d.Event.Name
 		pd.EventStart = d.Event.Start
 	}
-	n := d.Position
-	if method == string(usher.Random) && d.Stats.Waiting > 0 {
-		n = d.Stats.Waiting
+	if d.WaitKnown {
+		pd.Progress = Nearness(pd.WaitSeconds)
 	}
-	pd.Progress = Progress(d.Stats.AdmittedLastMinute, n)
 	return pd
-}
-
-// Progress returns admitted / (admitted + n), between 0 and 1; see
-// PageData.Progress.
-func Progress(admitted, n int64) float64 {
-	if admitted <= 0 {
-		return 0
-	}
-	return float64(admitted) / float64(admitted+max(n, 0))
 }
 
 // RefreshSeconds returns after in whole seconds, rounded up; fallback when
@@ -173,6 +167,12 @@ func RefreshSeconds(after, fallback time.Duration) int {
 // positive.
 func Minutes(d time.Duration) int64 {
 	return int64(math.Ceil(max(d, 0).Minutes()))
+}
+
+// Seconds returns d in whole seconds, rounded up; 0 when d is not
+// positive.
+func Seconds(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Seconds()))
 }
 
 // FormatMinutes writes a wait of n whole minutes in English words: "less
@@ -224,9 +224,7 @@ func (d PageData) WaitText() string {
 }
 
 // ProgressPercent is Progress as a whole percentage, 0 to 100.
-func (d PageData) ProgressPercent() int {
-	return int(math.Round(min(max(d.Progress, 0), 1) * 100))
-}
+func (d PageData) ProgressPercent() int { return progressPercent(d.Progress) }
 
 // LastUpdatedISO is LastUpdated in RFC 3339, UTC.
 func (d PageData) LastUpdatedISO() string { return d.LastUpdated.UTC().Format(time.RFC3339) }

@@ -71,6 +71,30 @@ type Messages struct {
 	// Footer is the pages' footer.
 	Footer string
 
+	// LiveStatus is what the script tells screen readers when a check-in
+	// changed the place or the wait ({place}: the heading, "You are number
+	// 3 in line"; {wait}: the estimated wait).
+	LiveStatus string
+	// GoingIn is shown when a check-in lets the visitor in, while the page
+	// loads the site.
+	GoingIn string
+	// NotifyAsk is the button that asks the browser for a notification
+	// (shown by the script, where the browser can notify).
+	NotifyAsk string
+	// NotifyOn confirms that a notification will come.
+	NotifyOn string
+	// NotifyOff says that notifications are off again (the button pressed
+	// a second time).
+	NotifyOff string
+	// NotifyBlocked says that the browser refuses notifications.
+	NotifyBlocked string
+	// NotifyNear is the title of the notification when the visitor is near
+	// the front.
+	NotifyNear string
+	// NotifyTurn is the title of the notification when the visitor goes
+	// in.
+	NotifyTurn string
+
 	// Closed is the reject page's title.
 	Closed string
 	// RejectHeading is the reject page's heading.

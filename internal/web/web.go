@@ -1,11 +1,13 @@
 // Package web holds usher's visitor-facing pages and their static assets,
 // embedded in the binary: the waiting page (position, estimated wait,
-// progress, a refresh that works without JavaScript and a countdown with
-// it), the pre-queue page (an event that has not started, with a countdown
-// to it), the reject page (the room is closed) and the challenge page (a
-// proof of work the browser solves before joining the line; it needs
-// JavaScript). Pages are html/template files fed a PageData; a folder can
-// override any of them (New).
+// progress, a refresh that works without JavaScript; with it, a live page
+// that checks in with the room's JSON at the ticket's check-in times,
+// updates itself in place and notifies the visitor who asks; see
+// LiveData), the pre-queue page (an event that has not started, with a
+// countdown to it), the reject page (the room is closed) and the challenge
+// page (a proof of work the browser solves before joining the line; it
+// needs JavaScript). Pages are html/template files fed a PageData; a folder
+// can override any of them (New).
 //
 // The default pages are written in several languages (Languages); Language
 // picks one from the visitor's Accept-Language and the room's default, and

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"flag"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -128,7 +129,7 @@ func TestPagesEveryLanguage(t *testing.T) {
 func visibleText(page string) string {
 	for _, re := range []*regexp.Regexp{
 		regexp.MustCompile(`(?s)<style>.*?</style>`),
-		regexp.MustCompile(`(?s)<script>.*?</script>`),
+		regexp.MustCompile(`(?s)<script[^>]*>.*?</script>`),
 		regexp.MustCompile(` data-[a-z-]+="[^"]*"`),
 	} {
 		page = re.ReplaceAllString(page, "")
@@ -209,8 +210,8 @@ func TestWaitingPageContent(t *testing.T) {
 		`<html lang="en-US">`,
 		"about 3 minutes",
 		"Spring &lt;Sale&gt;",
-		`aria-valuenow="25"`,
-		`<time datetime="2026-03-14T15:09:26Z" data-local="time" data-at="2026-03-14T15:09:26Z">15:09:26 UTC</time>`,
+		`aria-valuenow="29"`,
+		`<time id="updated" datetime="2026-03-14T15:09:26Z" data-local="time" data-at="2026-03-14T15:09:26Z">15:09:26 UTC</time>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -227,7 +228,7 @@ func TestNewPageData(t *testing.T) {
 	room := &usher.Room{ID: "r", Settings: usher.Settings{RefreshInterval: 15 * time.Second}}
 	pd := NewPageData(room, usher.Decision{Position: 1, WaitKnown: true, EstimatedWait: 10 * time.Second}, at)
 	if pd.RoomName != "r" || pd.QueueingMethod != "fifo" || pd.RefreshSeconds != 15 || pd.PeopleAhead != 0 ||
-		pd.WaitMinutes != 1 || pd.WaitFormatted() != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != 0 ||
+		pd.WaitMinutes != 1 || pd.WaitSeconds != 10 || pd.WaitFormatted() != "1 minute" || pd.WaitText() != "about 1 minute" || pd.Progress != Nearness(10) ||
 		pd.Lang != "en-US" {
 		t.Errorf("NewPageData = %+v", pd)
 	}
@@ -270,14 +271,27 @@ func TestRefreshSeconds(t *testing.T) {
 	}
 }
 
-func TestProgress(t *testing.T) {
+func TestNearness(t *testing.T) {
 	tests := []struct {
-		admitted, n int64
-		want        float64
-	}{{0, 5, 0}, {10, 0, 1}, {10, 10, 0.5}, {1, 3, 0.25}, {-1, 3, 0}}
+		seconds int64
+		want    float64
+	}{{-1, 0}, {0, 1}, {60, 0.5}, {180, 0.25}, {600, 1.0 / 11}}
 	for _, tt := range tests {
-		if got := Progress(tt.admitted, tt.n); got != tt.want {
-			t.Errorf("Progress(%d, %d) = %v, want %v", tt.admitted, tt.n, got, tt.want)
+		if got := Nearness(tt.seconds); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Nearness(%d) = %v, want %v", tt.seconds, got, tt.want)
+		}
+	}
+	room := &usher.Room{ID: "r"}
+	for _, tt := range []struct {
+		d    usher.Decision
+		want int
+	}{
+		{usher.Decision{Position: 4, WaitKnown: true, EstimatedWait: 150 * time.Second}, 29},
+		{usher.Decision{Position: 1, WaitKnown: true}, 100},
+		{usher.Decision{Position: 4, EstimatedWait: time.Minute}, 0}, // not known
+	} {
+		if got := NewPageData(room, tt.d, at).ProgressPercent(); got != tt.want {
+			t.Errorf("%+v: progress %d %%, want %d %%", tt.d, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/usherhq/usher/internal/bench"
+)
+
+// writeBenchSummary writes a bench result in a few sentences for people,
+// before its figures.
+func writeBenchSummary(w io.Writer, out any) {
+	switch r := out.(type) {
+	case *FlashResult:
+		fmt.Fprintf(w, "Flash crowd %s into a room of %s active, %s a minute, %s sessions, %s refresh.\n",
+			r.Arrivals, bench.Count(r.Limits.TotalActiveUsers), bench.Count(r.Limits.NewUsersPerMinute),
+			bench.Human(r.Limits.SessionDuration), bench.Human(r.Limits.RefreshInterval))
+		bench.WriteSummary(w, r.Result, r.Limits)
+	case *ThroughputResult:
+		writeThroughputSummary(w, r)
+	case *StandingResult:
+		writeStandingSummary(w, r)
+	}
+}
+
+// benchWarnings are the warnings of a bench result: why it may measure
+// nothing.
+func benchWarnings(out any) []string {
+	switch r := out.(type) {
+	case *FlashResult:
+		return r.Warnings
+	case *ThroughputResult:
+		var ws []string
+		for _, t := range []struct {
+			name string
+			f    Figure
+		}{{"origin direct", r.Origin}, {"plain proxy", r.PlainProxy}, {"admitted", r.Admitted},
+			{"new visitor", r.NewVisitor}, {"check-in", r.CheckIn}} {
+			switch {
+			case t.f.RPS == 0:
+				ws = append(ws, fmt.Sprintf("%s: no request succeeded, so its figures and ratios measure nothing", t.name))
+			case t.f.Errors > 0:
+				ws = append(ws, fmt.Sprintf("%s: %s requests failed", t.name, bench.Count(t.f.Errors)))
+			}
+		}
+		return ws
+	case *StandingResult:
+		if r.MaxWaiters == 0 {
+			return []string{fmt.Sprintf("no number of waiters stayed within the bound (p99 %s): the run measured no capacity; raise --bound or look at the steps", ms(r.BoundMs))}
+		}
+	}
+	return nil
+}
+
+func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
+	fmt.Fprintf(w, "Throughput, %d rounds of %s with %d requests in flight, usher on the %s store.\n",
+		r.Rounds, bench.Human(time.Duration(r.DurationS*float64(time.Second))), r.Workers, r.Store)
+	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx a plain reverse proxy's rate (%s against %s req/s), "+
+		"a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
+		r.AdmittedVsPlainProxy, rps(r.Admitted.RPS), rps(r.PlainProxy.RPS), r.NewVisitorVsPlainProxy, r.CheckInVsPlainProxy)
+	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, plain proxy %s, origin direct %s.\n",
+		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.PlainProxy.P50ms), ms(r.Origin.P50ms))
+	if r.EmbeddedAdmitted != nil {
+		fmt.Fprintf(w, "On Redis against the embedded store: admitted %.2fx, new visitor %.2fx, check-in %.2fx.\n",
+			r.AdmittedRedisVsEmbedded, r.NewVisitorRedisVsEmbedded, r.CheckInRedisVsEmbedded)
+	}
+}
+
+func writeStandingSummary(w io.Writer, r *StandingResult) {
+	refresh := bench.Human(time.Duration(r.RefreshS * float64(time.Second)))
+	if r.MaxWaiters == 0 {
+		fmt.Fprintf(w, "Standing room, check-ins every %s: no step stayed within the %s p99 bound.\n", refresh, ms(r.BoundMs))
+	} else {
+		var at StandingStep
+		for _, s := range r.Steps {
+			if s.Waiters == r.MaxWaiters {
+				at = s
+			}
+		}
+		fmt.Fprintf(w, "usher held %s waiters checking in every %s (%s check-ins a second) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
+			bench.Count(r.MaxWaiters), refresh, rps(at.RateRPS), ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
+	}
+	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters != r.MaxWaiters {
+		s := r.Steps[n-1]
+		fmt.Fprintf(w, "At %s waiters it stopped: p99 %s, %s errors, %s of %s check-ins a second.\n",
+			bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.AchievedRPS), rps(s.RateRPS))
+	} else if n > 0 {
+		fmt.Fprintf(w, "That is the most it tried (--max-waiters).\n")
+	}
+}
+
+// rps writes requests a second, rounded to the unit.
+func rps(x float64) string { return bench.Count(int(x + 0.5)) }
+
+// ms writes milliseconds: "0.42ms", "5.3ms", "120ms".
+func ms(x float64) string {
+	switch {
+	case x < 1:
+		return fmt.Sprintf("%.2fms", x)
+	case x < 100:
+		return fmt.Sprintf("%.1fms", x)
+	}
+	return fmt.Sprintf("%.0fms", x)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const simulateConfig = `listen: 127.0.0.1:8080
+store:
+  embedded:
+    path: ./usher-data
+rooms:
+  - id: sale
+    origin: http://127.0.0.1:3000
+    routes:
+      - path: /
+    total_active_users: 50
+    new_users_per_minute: 600
+    session_duration: 1m
+    refresh_interval: 10s
+    json_response_enabled: true
+  - id: other
+    origin: http://127.0.0.1:3000
+    cookie_suffix: other
+    routes:
+      - path: /other
+    total_active_users: 50
+    new_users_per_minute: 600
+    session_duration: 1m
+`
+
+// TestSimulateBadFlags: every bad value is refused before anything runs,
+// with exit code 2 and a line naming the flag.
+func TestSimulateBadFlags(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	missing := filepath.Join(t.TempDir(), "no", "plot.svg")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"arrivals", []string{"--arrivals", "flash:10"}, `--arrivals: arrivals "flash:10": missing @D`},
+		{"browse", []string{"--browse", "soon"}, "--browse: "},
+		{"every", []string{"--every", "1s-"}, "--every: "},
+		{"abandon share", []string{"--abandon", "120%@5m"}, `--abandon: share "120%" is not a percentage from 0% to 100%`},
+		{"abandon form", []string{"--abandon", "20%"}, "--abandon: want PERCENT@DURATION"},
+		{"abandon dist", []string{"--abandon", "20%@later"}, "--abandon: "},
+		{"horizon", []string{"--horizon", "0s"}, "--horizon: 0s: must be above zero"},
+		{"negative horizon", []string{"--horizon", "-1h"}, "--horizon: -1h0m0s: must be above zero"},
+		{"plot folder", []string{"--plot", missing}, "--plot: cannot write " + missing},
+		{"no room named", nil, "--room: the config has 2 rooms (sale, other); name one"},
+		{"unknown room", []string{"--room", "drop"}, `--room: no room "drop" in the config (it has sale, other)`},
+		{"not a duration", []string{"--room", "sale", "--horizon", "tomorrow"}, `invalid value "tomorrow" for flag -horizon`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"simulate", "--config", cfg}, tt.args...)
+			if !strings.Contains(strings.Join(tt.args, " "), "--room") && tt.name != "no room named" {
+				args = append(args, "--room", "sale")
+			}
+			code, out, errs := runMain(t, args...)
+			if code != 2 || out != "" || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q", code, out, errs, tt.want)
+			}
+		})
+	}
+	t.Run("no config file", func(t *testing.T) {
+		code, _, errs := runMain(t, "simulate", "--config", filepath.Join(t.TempDir(), "nope.yaml"))
+		if code != 2 || !strings.Contains(errs, "usher simulate: --config: ") {
+			t.Errorf("exit %d, stderr %s", code, errs)
+		}
+	})
+}
+
+// TestSimulateSummary: the text starts with the summary, then the
+// figures; the JSON keeps its fields and gains the new ones; a run that
+// never fills the room warns.
+func TestSimulateSummary(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	args := []string{"simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:300@30s", "--browse", "2m", "--every", "30s", "--abandon", "0%@1m"}
+	code, out, errs := runMain(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"Simulated room sale (flash:300@30s, seed 1): ",
+		"\n300 visitors over ",
+		": 300 admitted.\nThe room was bound by concurrency: at most 50 active of 50, ",
+		"(the limits held).\nQueue: peaked at ",
+		"\nWait: median ",
+		"\n\nscenario                     \"simulate\"\n",
+		"\nmax_waiting ", "\nwaits_by_arrival_minute ", "\nqueue_peak ", "\nbound_by                     \"concurrency\"\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if errs != "" {
+		t.Errorf("stderr: %s", errs)
+	}
+
+	code, out, _ = runMain(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatal("--json failed")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"scenario", "room", "arrivals", "seed", "elapsed_s", "max_waiting", "drained", "drained_s",
+		"visitors", "admitted", "max_active_ratio", "wait_p50_s", "waits_by_arrival_minute", "wait_p90_s", "queue_peak", "bound_by"} {
+		if _, ok := doc[key]; !ok {
+			t.Errorf("JSON lacks %q", key)
+		}
+	}
+
+	code, _, errs = runMain(t, "simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:10@30s")
+	if code != 0 || !strings.Contains(errs, "usher simulate: warning: nobody waited: ") {
+		t.Errorf("exit %d, stderr %s; want the warning that nobody waited", code, errs)
+	}
+}
