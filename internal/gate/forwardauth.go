@@ -39,6 +39,11 @@ import (
 // headers are the visitor's.
 const AuthPath = OwnPrefix + "auth"
 
+// OutcomeHeader marks the answers usher makes itself (and forward-auth
+// answers) with the decision's outcome: wait, reject, challenge, admit,
+// pass. The live page tells them from the site's by it.
+const OutcomeHeader = "X-Usher-Outcome"
+
 // PagePath is where a forward-auth answer in nginx mode sends the proxy for
 // the page to show: PagePath + a signed note of the decision.
 const PagePath = OwnPrefix + "page/"
@@ -98,7 +103,7 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool)
 		if tok := g.admissionToken(orig, m, d); tok != "" {
 			w.Header().Set(g.tokens.Header, tok)
 		}
-		w.Header().Set("X-Usher-Outcome", d.Outcome.String())
+		w.Header().Set(OutcomeHeader, d.Outcome.String())
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -112,6 +117,8 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool)
 // render writes an answer that does not let the request through: the
 // waiting page, the challenge or the reject page.
 func (g *Gate) render(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision) {
+	// The live page's script tells usher's answers from the site's by it.
+	w.Header().Set(OutcomeHeader, d.Outcome.String())
 	switch d.Outcome {
 	case usher.Wait:
 		g.wait(w, r, m, d)
@@ -286,7 +293,7 @@ func (g *Gate) nginxRefusal(w http.ResponseWriter, r *http.Request, m Match, d u
 	}
 	b, _ := json.Marshal(n)
 	w.Header().Set("X-Usher-Page", PagePath+g.notes.Sign(b, m.At.Add(pageNoteTTL)))
-	w.Header().Set("X-Usher-Outcome", d.Outcome.String())
+	w.Header().Set(OutcomeHeader, d.Outcome.String())
 	server.WriteError(w, r, http.StatusUnauthorized, "not yet: show "+PagePath)
 }
 
