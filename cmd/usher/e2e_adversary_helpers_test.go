@@ -470,3 +470,75 @@ func advSkip(t *testing.T) {
 		t.Skip("end-to-end adversary test: runs in real time")
 	}
 }
+
+// nextSecond sleeps until 100 ms into the next whole second, so that the
+// next arrival is in an arrival bucket of its own.
+func nextSecond() {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 100*time.Millisecond)))
+}
+
+// waitHonestly checks in as a browser does, keeping its cookies and coming
+// back when told, until the origin answers (the time that answer came
+// back), until stop, or until three requests in a row fail.
+func (c *advClient) waitHonestly(url string, stop <-chan struct{}) (time.Time, error) {
+	errs := 0
+	for {
+		a, err := c.get(url)
+		switch {
+		case err != nil:
+			if errs++; errs >= 3 {
+				return time.Time{}, err
+			}
+		case a.origin:
+			return a.recv, nil
+		case a.waiting:
+			errs = 0
+			select {
+			case <-stop:
+				return time.Time{}, nil
+			case <-time.After(a.refresh):
+			}
+			continue
+		default:
+			return time.Time{}, fmt.Errorf("%s: %d %q, want the origin or a waiting answer", c.name, a.status, a.body)
+		}
+		select {
+		case <-stop:
+			return time.Time{}, nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// watchActive polls a room's active count every 250 ms until stop and
+// returns the highest count seen and how many polls failed.
+func (n *advNode) watchActive(room string, stop <-chan struct{}) (peak func() (int64, int)) {
+	var mu sync.Mutex
+	var max int64
+	var fails int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			st, err := n.status(room)
+			mu.Lock()
+			if err != nil {
+				fails++
+			} else if st.Active > max {
+				max = st.Active
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (int64, int) {
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return max, fails
+	}
+}
