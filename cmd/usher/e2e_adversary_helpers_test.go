@@ -479,55 +479,72 @@ func nextSecond() {
 
 // waitHonestly checks in as a browser does, keeping its cookies and coming
 // back when told, until the origin answers (the time that answer came
-// back), until stop, or until three requests in a row fail.
-func (c *advClient) waitHonestly(url string, stop <-chan struct{}) (time.Time, error) {
+// back), until stop, or until three requests in a row fail. lastWait is
+// when it sent the last request that was told to wait.
+func (c *advClient) waitHonestly(url string, stop <-chan struct{}) (in, lastWait time.Time, err error) {
 	errs := 0
 	for {
 		a, err := c.get(url)
 		switch {
 		case err != nil:
 			if errs++; errs >= 3 {
-				return time.Time{}, err
+				return time.Time{}, lastWait, err
 			}
 		case a.origin:
-			return a.recv, nil
+			return a.recv, lastWait, nil
 		case a.waiting:
 			errs = 0
+			lastWait = a.sent
 			select {
 			case <-stop:
-				return time.Time{}, nil
+				return time.Time{}, lastWait, nil
 			case <-time.After(a.refresh):
 			}
 			continue
 		default:
-			return time.Time{}, fmt.Errorf("%s: %d %q, want the origin or a waiting answer", c.name, a.status, a.body)
+			return time.Time{}, lastWait, fmt.Errorf("%s: %d %q, want the origin or a waiting answer", c.name, a.status, a.body)
 		}
 		select {
 		case <-stop:
-			return time.Time{}, nil
+			return time.Time{}, lastWait, nil
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-// watchActive polls a room's active count every 250 ms until stop and
-// returns the highest count seen and how many polls failed.
-func (n *advNode) watchActive(room string, stop <-chan struct{}) (peak func() (int64, int)) {
-	var mu sync.Mutex
-	var max int64
-	var fails int
-	done := make(chan struct{})
+// activeWatch is a poll of a room's counters every 250 ms.
+type activeWatch struct {
+	done chan struct{}
+
+	mu      sync.Mutex
+	peak    int64
+	sum     int64
+	samples int
+	fails   int
+	waitSum int64 // active counts summed over the samples with waiters
+	waitN   int
+}
+
+// watchActive polls a room's status every 250 ms until stop.
+func (n *advNode) watchActive(room string, stop <-chan struct{}) *activeWatch {
+	w := &activeWatch{done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(w.done)
 		for {
 			st, err := n.status(room)
-			mu.Lock()
+			w.mu.Lock()
 			if err != nil {
-				fails++
-			} else if st.Active > max {
-				max = st.Active
+				w.fails++
+			} else {
+				w.peak = max(w.peak, st.Active)
+				w.sum += st.Active
+				w.samples++
+				if st.Waiting > 0 {
+					w.waitSum += st.Active
+					w.waitN++
+				}
 			}
-			mu.Unlock()
+			w.mu.Unlock()
 			select {
 			case <-stop:
 				return
@@ -535,10 +552,26 @@ func (n *advNode) watchActive(room string, stop <-chan struct{}) (peak func() (i
 			}
 		}
 	}()
-	return func() (int64, int) {
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return max, fails
+	return w
+}
+
+// result waits for the poll to stop and returns the highest active count
+// and how many polls failed.
+func (w *activeWatch) result() (peak int64, fails int) {
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak, w.fails
+}
+
+// meanWhileWaiting is the mean active count over the polls that saw
+// waiters.
+func (w *activeWatch) meanWhileWaiting() float64 {
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waitN == 0 {
+		return 0
 	}
+	return float64(w.waitSum) / float64(w.waitN)
 }
