@@ -118,13 +118,20 @@ func advRedis(addr, failMode string) string {
 // the placeholder ORIGIN, replaced by the counting origin's URL.
 func newAdvNode(t *testing.T, store, top, rooms, room string) *advNode {
 	t.Helper()
-	dir := t.TempDir()
-	if store == "" {
-		store = advEmbedded(dir)
-	}
 	key, err := ticket.GenerateKey("adv1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	return startAdvNode(t, key, newAdvOrigin(t), store, top, rooms, room)
+}
+
+// startAdvNode is newAdvNode with a given key and origin, for nodes that
+// share them.
+func startAdvNode(t *testing.T, key usher.Key, origin *advOrigin, store, top, rooms, room string) *advNode {
+	t.Helper()
+	dir := t.TempDir()
+	if store == "" {
+		store = advEmbedded(dir)
 	}
 	ring, err := ticket.NewRing([]usher.Key{key})
 	if err != nil {
@@ -132,11 +139,19 @@ func newAdvNode(t *testing.T, store, top, rooms, room string) *advNode {
 	}
 	n := &advNode{
 		t: t, config: filepath.Join(dir, "usher.yaml"), addr: freeAddr(t), admin: freeAddr(t),
-		store: store, top: top, rooms: rooms, key: key, ring: ring, room: room, origin: newAdvOrigin(t),
+		store: store, top: top, rooms: rooms, key: key, ring: ring, room: room, origin: origin,
 	}
 	n.write(t)
 	n.p = startUsher(t, n.config, n.addr, room)
 	return n
+}
+
+// restart kills the node (SIGKILL) and starts it again on the same config
+// and addresses.
+func (n *advNode) restart(t *testing.T) {
+	t.Helper()
+	n.p.kill()
+	n.p = startUsher(t, n.config, n.addr, n.room)
 }
 
 // body is the node's config file.
