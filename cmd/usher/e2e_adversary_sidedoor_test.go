@@ -4,6 +4,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 // advSideDoorRooms is a room on one named host and path, full with one
@@ -158,4 +162,98 @@ func TestE2EAdversaryBypassRulePathReadings(t *testing.T) {
 func firstLine(req string) string {
 	line, _, _ := strings.Cut(req, "\r\n")
 	return line
+}
+
+// TestE2EAdversaryForgedTickets plays Queue-it's "skipping the room" with
+// tickets the attacker makes itself, against a full room of one: garbage,
+// a waiting ticket with one character changed or cut in half, an admitted
+// ticket of another room (under this room's cookie name, and under its
+// own), an admitted ticket sealed with a key of the ring's id but another
+// secret, and with an unknown key id, and an admitted ticket of this room
+// with one character changed. Asserted: each opens as a new visitor (a
+// waiting answer); none reaches the origin.
+func TestE2EAdversaryForgedTickets(t *testing.T) {
+	advSkip(t)
+	t.Parallel()
+	n := newAdvNode(t, "", "", `  - id: sale
+    origin: ORIGIN
+    routes:
+      - path: /sale
+    total_active_users: 1
+    new_users_per_minute: 600
+    session_duration: 1h
+    refresh_interval: 2s
+    json_response_enabled: true
+  - id: other
+    origin: ORIGIN
+    routes:
+      - path: /other
+    cookie_suffix: other
+    total_active_users: 100
+    new_users_per_minute: 600
+    session_duration: 1h
+    json_response_enabled: true
+`, "sale")
+	rt := advTransport()
+	defer rt.CloseIdleConnections()
+	sale := n.url("/sale/buy")
+	filler := newAdvClient("filler", rt)
+	admitted := filler.mustAdmit(t, sale, "first").set
+	waiting := newAdvClient("waiter", rt).mustWait(t, sale, "in the full room").set
+	other := newAdvClient("other", rt).mustAdmit(t, n.url("/other/x"), "in room other").set
+	reached := len(n.origin.hits(nil))
+
+	forge := func(id string, secret []byte) string {
+		ring, err := ticket.NewRing([]usher.Key{{ID: id, Secret: secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		var vid [8]byte
+		copy(vid[:], "forged!!")
+		v, err := ring.Seal(&usher.Ticket{VisitorID: vid, State: usher.Admitted, ArrivedAt: now, AdmittedAt: now, CountedAt: now,
+			Until: now.Add(time.Hour), Cell: now.Add(time.Hour).Unix()}, "sale", advCookie)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	flip := func(s string) string {
+		b := []byte(s)
+		i := len(b) / 2
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	other32 := make([]byte, 32)
+	other32[0] = 1
+	attacks := []struct {
+		name, cookie, value string
+	}{
+		{"garbage", advCookie, "AQJrMQRkcm9wZ2FyYmFnZWdhcmJhZ2VnYXJiYWdl"},
+		{"empty", advCookie, ""},
+		{"a waiting ticket with one character changed", advCookie, flip(waiting.Value)},
+		{"a waiting ticket cut in half", advCookie, waiting.Value[:len(waiting.Value)/2]},
+		{"an admitted ticket with one character changed", advCookie, flip(admitted.Value)},
+		{"another room's admitted ticket under this room's name", advCookie, other.Value},
+		{"another room's admitted ticket under its own name", other.Name, other.Value},
+		{"an admitted ticket sealed with the ring's key id and another secret", advCookie, forge(n.key.ID, other32)},
+		{"an admitted ticket sealed with an unknown key", advCookie, forge("evil", other32)},
+	}
+	for _, at := range attacks {
+		c := newAdvClient("forger", rt)
+		c.follow = false
+		c.setTicket(&http.Cookie{Name: at.cookie, Value: at.value})
+		a := c.must(t, sale)
+		if a.origin || !a.waiting {
+			t.Errorf("%s: %d origin=%v %q, want a waiting answer (a new visitor)", at.name, a.status, a.origin, a.body)
+		}
+	}
+	if got := len(n.origin.hits(nil)) - reached; got != 0 {
+		t.Errorf("%d forged tickets reached the origin past the full room", got)
+	}
+	t.Logf("forged tickets: %d kinds presented to a full room; each opened as a new visitor; reaching the origin: %d", len(attacks), len(n.origin.hits(nil))-reached)
 }
