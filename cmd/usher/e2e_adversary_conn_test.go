@@ -24,9 +24,10 @@ const advFullRoomOfOne = `  - id: sale
 
 // TestE2EAdversarySlowBodies plays issue 8's defect 10 (slow clients): 20
 // clients at once send a request whose body is announced (100,000 bytes,
-// or chunked) and then send it slowly, to a full room. Asserted: each gets
-// its waiting answer within 2 s, without sending its body, and the server
-// closes the connection (a read ends) within 3 s; none reaches the origin.
+// or chunked) and then send it a byte every 500 ms, to a full room.
+// Asserted: each gets its waiting answer within 5 s, long before its body
+// could be complete, and the server closes the connection (a read ends)
+// within 6 s; none reaches the origin.
 func TestE2EAdversarySlowBodies(t *testing.T) {
 	advSkip(t)
 	t.Parallel()
@@ -53,7 +54,7 @@ func TestE2EAdversarySlowBodies(t *testing.T) {
 			}
 			defer conn.Close()
 			start := time.Now()
-			_ = conn.SetDeadline(start.Add(10 * time.Second))
+			_ = conn.SetDeadline(start.Add(15 * time.Second))
 			if _, err := io.WriteString(conn, head+"abc"); err != nil {
 				t.Error(err)
 				return
@@ -89,10 +90,10 @@ func TestE2EAdversarySlowBodies(t *testing.T) {
 			mu.Lock()
 			answered, closed = append(answered, got), append(closed, end)
 			mu.Unlock()
-			if got > 2*time.Second {
+			if got > 5*time.Second {
 				t.Errorf("%q: the answer took %v", firstLine(head), got)
 			}
-			if err == nil || end > 3*time.Second {
+			if err == nil || end > 6*time.Second {
 				t.Errorf("%q: the connection stayed open (%v after %v)", firstLine(head), err, end)
 			}
 		})

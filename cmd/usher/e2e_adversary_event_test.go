@@ -9,7 +9,7 @@ import (
 // TestE2EAdversaryPrequeueEndsEarlierSessions plays issue 8's defect 9:
 // sessions admitted before a pre-queue outlive the event. A room of five
 // (10 s sessions, renewed by browsing) has an event whose pre-queue opens
-// 8 s after the test starts and whose sale starts 20 s later. A visitor
+// 12 s after the test starts and whose sale starts 20 s later. A visitor
 // admitted before the pre-queue browses every second, keeping its
 // cookies; six honest visitors queue in the pre-queue. Asserted: the
 // early visitor is out (told to wait) before the start and does not get
@@ -21,7 +21,7 @@ func TestE2EAdversaryPrequeueEndsEarlierSessions(t *testing.T) {
 	t.Parallel()
 	usherBinary(t) // build first: the schedule starts from the config's writing
 	t0 := time.Now().Truncate(time.Second).Add(time.Second)
-	prequeue, start := t0.Add(8*time.Second), t0.Add(28*time.Second)
+	prequeue, start := t0.Add(12*time.Second), t0.Add(32*time.Second)
 	rooms := fmt.Sprintf(`  - id: sale
     origin: ORIGIN
     total_active_users: 5
