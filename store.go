@@ -96,8 +96,13 @@ type AdmitOp struct {
 	// has lost counters holds the room as full for that long while the
 	// sessions still running make themselves counted again.
 	SessionDuration time.Duration
-	// Bucket is the visitor's arrival bucket (unix second).
+	// Bucket is the visitor's arrival bucket (unix second): the bucket it
+	// is counted in if it still waits.
 	Bucket int64
+	// FromBucket, when not zero, is the bucket From's cell counts the
+	// visitor in, when that is not Bucket (a joining visitor's first
+	// check-in: see usher.Ticket.Joining).
+	FromBucket int64
 	// From is the ticket presented: the waiting cell it names and its
 	// counted-at time (zero: a visitor without a ticket).
 	From Cell
@@ -116,6 +121,10 @@ type AdmitOp struct {
 	Random bool
 	// Draw is the visitor's draw for this window, in [0, 1).
 	Draw float64
+	// DrawBefore, when not zero, leaves the waiters counted in buckets from
+	// DrawBefore on (joining visitors, and visitors at the back of the
+	// line) out of the live waiters of a draw: they take no share of it.
+	DrawBefore int64
 	// Joining admits the visitor only when nobody waits and slots are free
 	// (random queueing: a visitor without a ticket gets no draw while
 	// others wait; it draws from its first check-in on).

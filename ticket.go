@@ -72,6 +72,10 @@ type Ticket struct {
 	// limit: in a random room it only goes in when there is room for every
 	// live waiter.
 	Back bool
+	// Joining marks a newcomer to a random room that has not checked in
+	// yet: it is counted in its joining bucket (JoinBucket), outside the
+	// pool a draw's chance is shared in, until its first check-in.
+	Joining bool
 	// Position is the place in line the visitor was last told while it
 	// waited (kept once it is admitted: the admission token says it); 0
 	// when it never waited.
@@ -89,6 +93,14 @@ func (t *Ticket) Bucket() int64 {
 	}
 	return t.ArrivedAt.Unix()
 }
+
+// JoinSpan is how far after its arrival second a joining visitor is
+// counted (Ticket.Joining): behind every arrival and every visitor at the
+// back of the line.
+const JoinSpan = 48 * time.Hour
+
+// JoinBucket is the bucket a joining visitor is counted in.
+func (t *Ticket) JoinBucket() int64 { return t.ArrivedAt.Unix() + int64(JoinSpan/time.Second) }
 
 // CeilSecond rounds t up to the next whole second (t itself when whole).
 func CeilSecond(t time.Time) time.Time {

@@ -104,10 +104,22 @@ func Grace(refresh time.Duration) time.Duration { return time.Second + refresh/4
 // interval.
 func MaxJitter(refresh time.Duration) time.Duration { return refresh / 10 }
 
-// EarlyTolerance is how much before its NextCheckIn a check-in still
-// counts: the clock difference between nodes and the page's own timing.
-// An earlier check-in changes nothing.
+// EarlyTolerance is the most a check-in may come before its NextCheckIn
+// and still count: the clock difference between nodes and the page's own
+// timing. An earlier check-in changes nothing. A ticket's own tolerance is
+// also at most a quarter of its check-in interval (see early), so that a
+// client polling fast is counted at most a quarter more often than a page
+// that waits its turn.
 const EarlyTolerance = time.Second
+
+// tolerance returns how early tk's next check-in may come and still count:
+// EarlyTolerance, at most a quarter of the interval the ticket was given.
+func tolerance(tk *usher.Ticket) time.Duration {
+	if tk.CountedAt.IsZero() || !tk.NextCheckIn.After(tk.CountedAt) {
+		return EarlyTolerance
+	}
+	return min(EarlyTolerance, tk.NextCheckIn.Sub(tk.CountedAt)/4)
+}
 
 // ReplayGrace is how long after a visitor's admission another request
 // with its last waiting ticket (a page and its JSON at once, a proxy asking
@@ -157,7 +169,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	if v.Invite == usher.InviteFront {
 		tk.Place = usher.FrontPlace
 	}
-	if !fresh && !tk.NextCheckIn.IsZero() && now.Before(tk.NextCheckIn.Add(-EarlyTolerance)) {
+	if !fresh && !tk.NextCheckIn.IsZero() && now.Before(tk.NextCheckIn.Add(-tolerance(&tk))) {
 		return e.early(ctx, room.ID, tk, base, &sched, now)
 	}
 	counted := countedAfter(now, tk.CountedAt)
@@ -172,6 +184,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.NextCheckIn = time.Time{}
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
+	admittedTk.Joining = false
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -188,6 +201,10 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		// Nobody new goes in before the event starts.
 		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
 		Force:   s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
+	}
+	if tk.Joining {
+		// Its first check-in: from the joining bucket to its place.
+		op.FromBucket = tk.JoinBucket()
 	}
 	if v.Invite == usher.InviteAdmit {
 		op.Force = true // in at once, counted
@@ -206,11 +223,17 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			// it joins the pool and draws from its first check-in on, so
 			// that dropping the cookie gains nothing.
 			op.Joining = true
+			// Until then it waits in its joining bucket, out of the draws'
+			// pool: a flood of visits that never come back would otherwise
+			// thin every honest waiter's chance while slots stay free. It
+			// still counts as waiting, so that no newcomer goes in past it.
+			op.Bucket = tk.JoinBucket()
 		case drewIn(tk.DrewAt, now, s.RefreshInterval):
 			op.NoAdmit = true // one draw per window: reloading gains nothing
 		default:
 			op.Random = true
 			op.Draw = Draw(tk.VisitorID, window(now, s.RefreshInterval))
+			op.DrawBefore = now.Add(BackSpan / 2).Unix()
 			if tk.Back {
 				// At the back of the line: in only when there is room for
 				// every live waiter.
@@ -260,6 +283,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	tk.CountedAt = counted
 	tk.Cell = op.WaitExp
+	tk.Joining = op.Joining && !res.OverClient
 	tk.NextCheckIn = next
 	tk.Position = res.Ahead + 1
 	d.Outcome = usher.Wait

@@ -102,6 +102,7 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *
 		tk.NextCheckIn = time.Time{}
 		tk.DrewAt = time.Time{}
 		tk.Back = false
+		tk.Joining = false
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = tk

@@ -559,3 +559,126 @@ func TestRevoke(t *testing.T) {
 		t.Fatalf("another node honoured the revoked ticket at its renewal: %+v", d)
 	}
 }
+
+// floodedDraws runs 30 honest waiters in a random room of 3 (10 s sessions,
+// no renewal, 2 s refresh) for 60 s, with flood cookie-less visits a second
+// besides, and returns how many honest waiters went in and whether a
+// newcomer of the flood ever did.
+func floodedDraws(t *testing.T, flood int) (honestIn, floodIn int) {
+	t.Helper()
+	e := newEngine(t)
+	room := simRoom()
+	room.QueueingMethod = usher.Random
+	room.TotalActiveUsers = 3
+	room.SessionDuration = 10 * time.Second
+	room.DisableSessionRenewal = true
+	for range 3 {
+		decide(t, e, &room, nil, t0)
+	}
+	honest := make([]*usher.Ticket, 30)
+	for i := range honest {
+		tk := decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Millisecond)).Ticket
+		honest[i] = &tk
+	}
+	step := 20 * time.Millisecond
+	per := 0.0
+	for now := t0.Add(100 * time.Millisecond); now.Before(t0.Add(60 * time.Second)); now = now.Add(step) {
+		for per += float64(flood) * step.Seconds(); per >= 1; per-- {
+			if d := decide(t, e, &room, nil, now); d.Outcome == usher.Admit {
+				floodIn++
+			}
+		}
+		for i, tk := range honest {
+			if tk == nil || now.Before(tk.NextCheckIn) {
+				continue
+			}
+			d := decide(t, e, &room, tk, now)
+			if d.Outcome == usher.Admit {
+				honestIn++
+				honest[i] = nil
+				continue
+			}
+			next := d.Ticket
+			honest[i] = &next
+		}
+	}
+	return honestIn, floodIn
+}
+
+// TestCookielessFloodWastesNoDraws: visits that never come back wait in
+// their joining bucket, outside the draws' pool, so a flood of them does
+// not thin the honest waiters' chances while slots stay free (invariant 4)
+// and none of them goes in past the line.
+func TestCookielessFloodWastesNoDraws(t *testing.T) {
+	ctl, _ := floodedDraws(t, 0)
+	in, bot := floodedDraws(t, 50)
+	t.Logf("honest admissions in 60 s: %d with a flood of 50 cookie-less visits a second, %d without; the flood got %d", in, ctl, bot)
+	if ctl < 10 {
+		t.Fatalf("only %d honest admissions without a flood: the test measures little", ctl)
+	}
+	if 4*in < 3*ctl {
+		t.Fatalf("the flood cut the honest admissions to %d, from %d without it", in, ctl)
+	}
+	if bot != 0 {
+		t.Fatalf("the flood got %d admissions while honest visitors waited", bot)
+	}
+}
+
+// TestJoinersBlockNewcomers: a newcomer that has not checked in yet takes
+// no share of a draw, but still counts as waiting: a slot that frees before
+// anyone's first check-in does not go to the next visitor who arrives.
+func TestJoinersBlockNewcomers(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.QueueingMethod = usher.Random
+	room.TotalActiveUsers = 1
+	room.SessionDuration = 2 * time.Second
+	room.DisableSessionRenewal = true
+	room.RefreshInterval = 30 * time.Second
+	decide(t, e, &room, nil, t0)
+	first := decide(t, e, &room, nil, t0.Add(time.Second))
+	if first.Outcome != usher.Wait || !first.Ticket.Joining {
+		t.Fatalf("a newcomer to a full random room: %v, joining %v; want waiting in its joining bucket", first.Outcome, first.Ticket.Joining)
+	}
+	if first.Stats.Waiting != 1 {
+		t.Fatalf("waiting %d after one newcomer, want 1", first.Stats.Waiting)
+	}
+	// The session ends at t0+2s; the joiner checks in at t0+31s.
+	for now := t0.Add(3 * time.Second); now.Before(t0.Add(30 * time.Second)); now = now.Add(100 * time.Millisecond) {
+		if d := decide(t, e, &room, nil, now); d.Outcome == usher.Admit {
+			t.Fatalf("a cookie-less visit at +%v went in before the visitor who joined at +1s checked in", now.Sub(t0))
+		}
+	}
+	d := decide(t, e, &room, &first.Ticket, first.Ticket.NextCheckIn)
+	if d.Outcome != usher.Admit {
+		t.Fatalf("the joiner's first check-in with a free slot: %v, want admitted", d.Outcome)
+	}
+}
+
+// TestFastPollingCountsLittleMore: a client that checks in every 100 ms
+// on a 2 s refresh is counted at most a quarter more often than a page
+// that waits its turn (the early tolerance is a quarter of the interval),
+// so it cannot take every freed slot in a tie.
+func TestFastPollingCountsLittleMore(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom() // 2 s refresh
+	room.TotalActiveUsers = 1
+	room.SessionDuration = time.Hour
+	decide(t, e, &room, nil, t0)
+	tk := decide(t, e, &room, nil, t0.Add(time.Second)).Ticket
+	counted, polls := 0, 0
+	for now := t0.Add(time.Second); now.Before(t0.Add(61 * time.Second)); now = now.Add(100 * time.Millisecond) {
+		polls++
+		d := decide(t, e, &room, &tk, now)
+		if d.TicketChanged {
+			counted++
+			tk = d.Ticket
+		}
+	}
+	// A page checking in on time is counted every RefreshAfter (1 s near
+	// the front: the interval halves), 60 times in 60 s.
+	t.Logf("%d polls in 60 s, %d counted", polls, counted)
+	if counted > 60*5/4+1 {
+		t.Fatalf("a client polling every 100 ms was counted %d times in 60 s, more than 5/4 of the 60 an on-time page is", counted)
+	}
+}

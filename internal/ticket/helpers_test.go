@@ -74,6 +74,7 @@ func fullTicket() usher.Ticket {
 		DrewAt:      arrived.Add(41*time.Minute + 555),
 		Until:       arrived.Add(62 * time.Minute),
 		Back:        true,
+		Joining:     true,
 		Binding:     0xfeedface,
 		Position:    4242,
 	}

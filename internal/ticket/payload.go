@@ -28,8 +28,9 @@ import (
 //	Position    uvarint                               (if flagPosition)
 //	Jitter      varint: milliseconds, either way
 //
-// flagBack carries no field. A zero time.Time, a zero Cell or Binding and a
-// false Back are left out and their flag cleared, so they come back zero.
+// flagBack and flagJoining carry no field. A zero time.Time, a zero Cell or
+// Binding and a false Back or Joining are left out and their flag cleared,
+// so they come back zero.
 // Nothing may follow Jitter. A version 1 admitted ticket has no Until: its
 // session was counted to its Cell, which is taken as its Until.
 const (
@@ -43,8 +44,9 @@ const (
 	flagBack        = 1 << 7
 	flagBinding     = 1 << 8
 	flagPosition    = 1 << 9
+	flagJoining     = 1 << 10
 	flagsKnownV1    = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
-	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition
+	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition | flagJoining
 )
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
@@ -139,6 +141,9 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if t.Back {
 		flags |= flagBack
 	}
+	if t.Joining {
+		flags |= flagJoining
+	}
 	if t.Binding != 0 {
 		flags |= flagBinding
 	}
@@ -226,6 +231,7 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 		t.Until = d.time(arrived)
 	}
 	t.Back = flags&flagBack != 0
+	t.Joining = flags&flagJoining != 0
 	if flags&flagBinding != 0 {
 		t.Binding = d.uint32()
 	}

@@ -292,7 +292,11 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.addWaiting(rc.cell, op.Bucket, -1)
 		}
 	case trusted && op.From.Exp > now:
-		r.addWaiting(op.From.Exp, op.Bucket, -1)
+		from := op.Bucket
+		if op.FromBucket != 0 {
+			from = op.FromBucket
+		}
+		r.addWaiting(op.From.Exp, from, -1)
 	}
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0)}
 	st := r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
@@ -312,7 +316,11 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	case op.Joining:
 		res.Admitted = st.Waiting == 0
 	case op.Random:
-		res.Admitted = op.Draw*float64(st.Waiting+1) < float64(st.Slots)
+		live := st.Waiting
+		if op.DrawBefore != 0 {
+			live = max(r.live.before(op.DrawBefore), 0)
+		}
+		res.Admitted = op.Draw*float64(live+1) < float64(st.Slots)
 	default:
 		res.Admitted = res.Ahead < st.Slots
 	}

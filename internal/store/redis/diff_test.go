@@ -47,6 +47,7 @@ type visitor struct {
 	cell     usher.Cell   // the latest ticket: its cell and counted-at
 	old      []usher.Cell // earlier tickets, for replays
 	gone     bool
+	join     int64 // the joining bucket its latest ticket is counted in (0: none)
 }
 
 func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
@@ -103,6 +104,9 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 				o.Client = usher.ClientOp{Key: uint64(1 + rng.IntN(3)), PerMinute: 2 + rng.IntN(3), Refuse: rng.IntN(2) == 0, Back: now.Unix() + 86400}
 			}
 			o.Joining = random && rng.IntN(2) == 0
+			if o.Joining && rng.IntN(2) == 0 {
+				v.join = v.bucket + 2*86400 // counted in a joining bucket
+			}
 			vs = append(vs, v)
 		case v.gone:
 			continue
@@ -150,6 +154,15 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 		}
 		o.Visitor = v.id
 		o.Bucket = v.bucket
+		switch {
+		case v.cell.At.IsZero() && v.join != 0:
+			o.Bucket = v.join
+		case v.join != 0:
+			o.FromBucket = v.join
+		}
+		if random && rng.IntN(2) == 0 {
+			o.DrawBefore = now.Unix() + 43200 // joiners and the back draw nothing
+		}
 		o.From = v.cell
 		if len(v.old) > 0 && rng.IntN(5) == 0 {
 			o.From = v.old[rng.IntN(len(v.old))] // a replayed copy
@@ -165,6 +178,9 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 		}
 		if got.OverClient {
 			v.bucket = o.Client.Back
+		}
+		if got.OverClient || !v.cell.At.IsZero() {
+			v.join = 0 // counted in its own bucket from now on
 		}
 		if !v.cell.At.IsZero() {
 			v.old = append(v.old, v.cell)

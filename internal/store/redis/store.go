@@ -147,7 +147,7 @@ func (s *Store) Close() error {
 func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(make([]string, 0, 8), rk[:5]...), visitorKey(vp, op.Visitor), rk[5], rk[6])
-	args := writeArgs(make([]string, 0, 28), op.Now, known, &s.opts)
+	args := writeArgs(make([]string, 0, 30), op.Now, known, &s.opts)
 	args = append(args,
 		itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)),
 		itoa(op.WaitExp), itoa(op.ActiveExp),
@@ -155,7 +155,8 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		itoa((op.SessionDuration + s.opts.RecoveryMargin).Milliseconds()),
 		flag(op.NoAdmit), flag(op.Force),
 		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64),
-		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep))
+		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep),
+		itoa(op.FromBucket), itoa(op.DrawBefore))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
 		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back))
 		for _, cell := range limit.Cells(c.Key) {

@@ -3,8 +3,9 @@
 -- ARGV 6-: bucket, from exp (0: none), from at (ms, 0: no ticket), waiting
 -- exp, active exp, total active users, new users per minute, concurrency
 -- hold after a loss (ms), no admit (0/1), force (0/1), random (0/1), draw
--- (in [0, 1)), joining (0/1), counted (ms), keep (unix s), client limit
--- per minute (0: none), refuse (0/1), back bucket, then the client's Depth
+-- (in [0, 1)), joining (0/1), counted (ms), keep (unix s), from bucket
+-- (0: bucket), draw before (0: every bucket draws), client limit per
+-- minute (0: none), refuse (0/1), back bucket, then the client's Depth
 -- sketch cells.
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
@@ -16,7 +17,12 @@ local total, perMinute, hold = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(
 local noAdmit, force = ARGV[14] == '1', ARGV[15] == '1'
 local random, draw = ARGV[16] == '1', tonumber(ARGV[17])
 local joining, counted, keep = ARGV[18] == '1', tonumber(ARGV[19]), tonumber(ARGV[20])
-local clientMax, refuse, back = tonumber(ARGV[21]), ARGV[22] == '1', tonumber(ARGV[23])
+local fromBucket, drawBefore = tonumber(ARGV[21]), tonumber(ARGV[22])
+local clientMax, refuse, back = tonumber(ARGV[23]), ARGV[24] == '1', tonumber(ARGV[25])
+local CELLS = 26 -- the first sketch cell's ARGV
+if fromBucket == 0 then
+  fromBucket = bucket
+end
 
 local m = open()
 local now = math.max(NOW, m.x)
@@ -60,8 +66,8 @@ local function take()
   local usePrev = tonumber(redis.call('HGET', prev, '_m')) == minute - 1
   local frac = (NOW_MS - minute * 60000) / 60000
   local fields = {}
-  for k = 24, #ARGV do
-    fields[#fields + 1] = (k - 24) .. ':' .. ARGV[k]
+  for k = CELLS, #ARGV do
+    fields[#fields + 1] = (k - CELLS) .. ':' .. ARGV[k]
   end
   local cv = redis.call('HMGET', cur, unpack(fields))
   local pv = {}
@@ -99,7 +105,7 @@ if rc then
     unwait(m, delta, rc.cell, bucket)
   end
 elseif fromExp > now and trusted(m, fromAt) then
-  unwait(m, delta, fromExp, bucket)
+  unwait(m, delta, fromExp, fromBucket)
 end
 counts(m, delta)
 delta = {}
@@ -121,8 +127,13 @@ elseif noAdmit or free <= 0 then
 elseif joining then
   admitted = math.max(0, m.wn) == 0
 elseif random then
-  -- A draw: every live waiter (this one included) has the same chance.
-  admitted = draw * (math.max(0, m.wn) + 1) < free
+  -- A draw: every live waiter (this one included) has the same chance;
+  -- joining visitors and those at the back of the line take no share.
+  local live = math.max(0, m.wn)
+  if drawBefore > 0 then
+    live = math.max(0, before(m, drawBefore))
+  end
+  admitted = draw * (live + 1) < free
 else
   admitted = ahead < free
 end
