@@ -116,10 +116,13 @@ func (s *reloadServer) waitLog(t *testing.T, skip int, want ...string) string {
 	}
 }
 
-// reloadVisitor is a visitor with its own cookies.
+// reloadVisitor is a visitor with its own cookies. Like the waiting page,
+// it checks in no earlier than its last counted check-in told it to (an
+// earlier one changes nothing).
 type reloadVisitor struct {
 	name   string
 	client *http.Client
+	next   time.Time // when the last counted check-in said to come back
 }
 
 func newReloadVisitor(name string) *reloadVisitor {
@@ -140,6 +143,7 @@ type reloadAnswer struct {
 
 func (v *reloadVisitor) get(t *testing.T, url string) reloadAnswer {
 	t.Helper()
+	time.Sleep(time.Until(v.next))
 	req, _ := http.NewRequest(http.MethodGet, url, nil)
 	req.Header.Set("Accept", "application/json")
 	resp, err := v.client.Do(req)
@@ -156,10 +160,14 @@ func (v *reloadVisitor) get(t *testing.T, url string) reloadAnswer {
 		var doc struct {
 			W *struct {
 				Position int64 `json:"position"`
+				Refresh  int64 `json:"refreshIntervalSeconds"`
 			} `json:"usherWaitingRoom"`
 		}
 		if json.Unmarshal(body, &doc) == nil && doc.W != nil {
 			a.waiting, a.position = true, doc.W.Position
+			if a.cookie {
+				v.next = time.Now().Add(time.Duration(doc.W.Refresh) * time.Second)
+			}
 			return a
 		}
 	}
