@@ -1,7 +1,7 @@
 # usher's build. `make test` is the one command that runs the whole suite on a
 # fresh machine: it installs what the tests need when it is missing.
 GO ?= go
-RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
+RACE_PKGS := ./internal/admission/... ./internal/admin/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
 	./internal/guard/... ./internal/limit/... ./internal/token/... ./verify/...
 
 .PHONY: test fuzz build bench vet fmt deps clean

@@ -110,6 +110,12 @@ func (m *Main) roomGet(ctx context.Context, args []string) error {
 func writeRoom(w io.Writer, v admin.RoomView) error {
 	name, _ := v.Settings["name"].(string)
 	fmt.Fprintf(w, "Room %s (%s), runtime version %d\n", v.ID, name, v.Version)
+	if len(v.NotInForce) > 0 {
+		fmt.Fprintln(w, "Its runtime overrides are NOT in force on this node (they did not fit its config file at start; usher room reset drops them):")
+		for _, p := range v.NotInForce {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
 	fmt.Fprintln(w, "Settings (* set at runtime, over the config file):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	flat := flatten(v.Settings)

@@ -61,6 +61,10 @@ type RoomView struct {
 	// Events and Rules are the room's events and rules in force.
 	Events EventsView `json:"events"`
 	Rules  RulesView  `json:"rules"`
+	// NotInForce, when not empty, says why the room's overrides are not in
+	// force on this node: they did not fit its config file when it
+	// started. Drop them (DELETE .../overrides) or fix the file.
+	NotInForce []string `json:"not_in_force,omitempty"`
 }
 
 // OverrideView is one field set at runtime.
@@ -153,13 +157,14 @@ func roomView(snap *Snapshot, id string) (RoomView, bool) {
 	rm := &snap.Effective.Rooms[i]
 	settings := settingsOf(config.EncodeRoom(rm))
 	return RoomView{
-		ID:        rm.ID,
-		ETag:      etagOf(settings),
-		Version:   snap.Version,
-		Settings:  settings,
-		Overrides: overridesView(snap, id),
-		Events:    eventsView(rm),
-		Rules:     rulesView(rm),
+		ID:         rm.ID,
+		ETag:       etagOf(settings),
+		Version:    snap.Version,
+		Settings:   settings,
+		Overrides:  overridesView(snap, id),
+		Events:     eventsView(rm),
+		Rules:      rulesView(rm),
+		NotInForce: snap.Unfit[id],
 	}, true
 }
 

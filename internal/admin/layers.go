@@ -50,6 +50,9 @@ type Snapshot struct {
 	// start, the overrides of a room that do not fit the file are left out
 	// (see Start).
 	Effective *config.Config
+	// Unfit holds, by room id, why the room's overrides are not in force
+	// (they did not fit the file at start); nil when all are.
+	Unfit map[string][]string
 }
 
 // NewLayers returns the layers of a node over store; Start sets them up.
@@ -96,6 +99,9 @@ func (l *Layers) Start(ctx context.Context, file *config.Config) *config.Config 
 		}
 	}
 	snap.Effective = eff
+	if len(dropped) > 0 {
+		snap.Unfit = dropped
+	}
 	for _, id := range file.Orphans(rt) {
 		l.log.Warn("runtime overrides of a room the config file does not have; kept, applied to nothing", "room", id)
 	}

@@ -64,8 +64,12 @@ func TestLayersPropagate(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("node b did not apply the change")
 	}
-	if b.Current().Version != a.version(t) {
-		t.Errorf("node b in force: version %d, store %d", b.Current().Version, a.version(t))
+	// apply runs before the node puts the snapshot in force and logs.
+	for deadline := time.Now().Add(5 * time.Second); b.Current().Version != a.version(t) || !strings.Contains(logs.String(), "runtime overrides applied"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("node b in force: version %d, store %d", b.Current().Version, a.version(t))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if !strings.Contains(logs.String(), `msg="runtime overrides applied"`) || !strings.Contains(logs.String(), `changes="queue_all false → true"`) {
 		t.Errorf("log of node b lacks the change:\n%s", logs.String())
@@ -100,6 +104,13 @@ func TestLayersStartKeepsGoodRooms(t *testing.T) {
 	}
 	if l.Current().Version == 0 || l.Current().Runtime.Room("other") == nil {
 		t.Error("the document in force lost the room's overrides (they must stay in the store, visible)")
+	}
+	v, _ := roomView(l.Current(), "other")
+	if len(v.NotInForce) != 1 || !strings.Contains(v.NotInForce[0], "session_duration") || v.Overrides["session_duration"].Value != "1s" {
+		t.Errorf("the view of the room left out: not in force %v, overrides %v", v.NotInForce, v.Overrides)
+	}
+	if v, _ := roomView(l.Current(), "sale"); len(v.NotInForce) != 0 {
+		t.Errorf("sale: not in force %v", v.NotInForce)
 	}
 }
 
