@@ -267,6 +267,8 @@ func TestAPIBadInput(t *testing.T) {
 			422, "invalid", "events[1]", `rooms[0] (sale): events[1] (x): its window, 2026-12-01T11:00:00Z to 2026-12-01T13:00:00Z, overlaps the window of events[0] (drop)`},
 		{"event name taken", "POST", events, writeToken, "tag", "", `{"name": "drop", "event_start_time": "2027-12-01T11:00:00Z", "event_end_time": "2027-12-01T13:00:00Z"}`,
 			422, "invalid", "name", `an event named "drop" exists already`},
+		{"event name not a string", "POST", events, writeToken, "tag", "", `{"name": 5, "event_start_time": "2027-12-01T11:00:00Z", "event_end_time": "2027-12-01T13:00:00Z"}`,
+			400, "invalid", "name", `body: name: must be a string, got 5`},
 		{"event unknown field", "POST", events, writeToken, "tag", "", `{"name": "x", "starts": "2027-12-01T11:00:00Z"}`,
 			400, "invalid", "events[1].starts", `rooms[0] (sale): events[1] (x): unknown field "starts"`},
 		{"event time without zone", "PATCH", events + "/drop", writeToken, "tag", "", `{"event_end_time": "2026-12-01 13:00"}`,

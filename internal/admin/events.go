@@ -42,14 +42,19 @@ func (o object) merge(m map[string]any) map[string]any {
 	return m
 }
 
-// stringField returns the object's field key when it is a JSON string.
-func (o object) stringField(key string) (string, bool) {
+// stringField returns the object's field key when it is a JSON string;
+// a field that is there but not a string is a 400, since the API names
+// events by it.
+func (o object) stringField(key string) (string, bool, *apiError) {
 	var s string
 	raw, ok := o.fields[key]
-	if !ok || json.Unmarshal(raw, &s) != nil {
-		return "", false
+	if !ok {
+		return "", false, nil
 	}
-	return s, true
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false, invalid(key, "body: %s: must be a string, got %s", key, compactRaw(raw))
+	}
+	return s, true, nil
 }
 
 // eventNamed reports whether rm has an event named name other than the
@@ -124,7 +129,11 @@ func (h *Handler) serveCreateEvent(w http.ResponseWriter, r *http.Request) {
 		aerr.write(w)
 		return
 	}
-	name, _ := body.stringField("name")
+	name, _, aerr := body.stringField("name")
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
 	h.run(w, r, change{
 		room: id, what: fmt.Sprintf("the events of room %q", id), action: "event.create", target: "rooms/" + id + "/events/" + name,
 		tag: eventsTag,
@@ -151,7 +160,12 @@ func (h *Handler) servePatchEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	newName := name
-	if s, ok := body.stringField("name"); ok {
+	s, ok, aerr := body.stringField("name")
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if ok {
 		newName = s
 	}
 	h.run(w, r, change{
