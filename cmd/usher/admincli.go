@@ -225,8 +225,8 @@ func show(v any) string {
 	return string(b)
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// writesToTerminal reports whether w is a terminal.
+func writesToTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -19,7 +19,7 @@ func (m *Main) top(ctx context.Context, args []string) error {
 	if *every < 100*time.Millisecond {
 		return c.usage(fmt.Sprintf("--interval: must be at least 100ms, got %s", *every))
 	}
-	term := isTerminal(m.Stdout)
+	term := writesToTerminal(m.Stdout)
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	for first := true; ; first = false {
