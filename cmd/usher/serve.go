@@ -80,6 +80,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		return err
 	}
 	layers.SetApply(n.apply)
+	n.metrics.RegisterLayers(layers)
 	engine, st, metrics := n.engine, n.st, n.metrics
 
 	pub, err := net.Listen("tcp", cfg.Listen)

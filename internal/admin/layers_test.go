@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -70,6 +71,15 @@ func TestLayersPropagate(t *testing.T) {
 			t.Fatalf("node b in force: version %d, store %d", b.Current().Version, a.version(t))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	m := NewMetrics(nil, nil)
+	m.RegisterLayers(b)
+	rec := httptest.NewRecorder()
+	m.handler(slog.Default()).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{fmt.Sprintf("usher_runtime_version %d\n", a.version(t)), "usher_runtime_overrides 1\n"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, rec.Body)
+		}
 	}
 	if !strings.Contains(logs.String(), `msg="runtime overrides applied"`) || !strings.Contains(logs.String(), `changes="queue_all false → true"`) {
 		t.Errorf("log of node b lacks the change:\n%s", logs.String())
