@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzRuntime$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
 	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
 	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server
