@@ -1,7 +1,7 @@
 # usher's build. `make test` is the one command that runs the whole suite on a
 # fresh machine: it installs what the tests need when it is missing.
 GO ?= go
-RACE_PKGS := ./internal/admission/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
+RACE_PKGS := ./internal/admission/... ./internal/admin/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
 	./internal/guard/... ./internal/limit/... ./internal/token/... ./verify/...
 
 .PHONY: test fuzz build bench vet fmt deps clean
@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
+	$(GO) test -run '^$$' -fuzz '^FuzzRuntime$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
 	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
 	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server

@@ -15,6 +15,7 @@ const (
 	EForbidden    = "forbidden"    // 403
 	EMisdirected  = "misdirected"  // a host no route serves: 421
 	ETooMany      = "too_many"     // a client over its limit: 429
+	EConflict     = "conflict"     // changed meanwhile, or clashes: 409
 )
 
 // Error is a domain error whose Message may be shown to the client.

@@ -61,6 +61,25 @@ type Store interface {
 	// SaveKeys keeps ring unless a ring is already saved, and returns the
 	// ring that is saved now (the first writer wins).
 	SaveKeys(ctx context.Context, ring []Key) ([]Key, error)
+	// LoadRuntime returns the runtime document (the settings changed
+	// through the admin API, kept on top of the config file; opaque to the
+	// store) and its version: version 0 and a nil document when none was
+	// ever stored.
+	LoadRuntime(ctx context.Context) (version int64, doc []byte, err error)
+	// RuntimeVersion returns the runtime document's version alone (0:
+	// none) in one cheap call: every node polls it.
+	RuntimeVersion(ctx context.Context) (int64, error)
+	// SwapRuntime replaces the runtime document with doc if its version is
+	// still from, and appends audit to the audit log as the record of the
+	// new version, in one atomic step that is durable before it returns.
+	// It returns the new version: from+1, or when from is 0 (no document
+	// yet) any version above 0. When the version is no longer from, it
+	// changes nothing and returns an *Error with code EConflict.
+	SwapRuntime(ctx context.Context, from int64, doc, audit []byte) (version int64, err error)
+	// ReadAudit returns up to limit audit records, newest first, of the
+	// versions below before (0: from the newest); none when the log is
+	// empty. The log keeps the last AuditKeep records.
+	ReadAudit(ctx context.Context, before int64, limit int) ([]AuditRecord, error)
 	// Close flushes what is pending and releases the store.
 	Close() error
 }

@@ -1,15 +1,24 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
 
+	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/config"
 )
 
-func (m *Main) check(args []string) error {
-	fs := m.flags("check", "check --config FILE")
+func (m *Main) check(ctx context.Context, args []string) error {
+	fs := m.flags("check", "check --config FILE [--admin ADDR --token TOKEN]")
 	path := fs.String("config", "usher.yaml", "the config file to check")
+	addr := fs.String("admin", os.Getenv("USHER_ADMIN"), "ask the usher running there for its runtime overrides (env USHER_ADMIN)")
+	token := fs.String("token", os.Getenv("USHER_TOKEN"), "its admin token (env USHER_TOKEN)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -18,7 +27,78 @@ func (m *Main) check(args []string) error {
 		return configError(*path, err)
 	}
 	fmt.Fprintf(m.Stdout, "%s is valid.\n\n", *path)
-	return cfg.Explain(m.Stdout)
+	if err := cfg.Explain(m.Stdout); err != nil {
+		return err
+	}
+	if *addr == "" {
+		fmt.Fprintln(m.Stdout, "\nRuntime overrides (changes made through the admin API, kept in the store over this file) were not checked:"+
+			" pass --admin ADDR and --token (or USHER_ADMIN and USHER_TOKEN) to ask the running usher (the embedded store cannot be opened while usher runs).")
+		return nil
+	}
+	if *token == "" {
+		fmt.Fprintln(m.Stderr, "usher check: --admin needs --token (or USHER_TOKEN)")
+		return errUsage
+	}
+	return m.checkOverrides(ctx, cfg, *addr, *token)
+}
+
+// checkOverrides prints the running usher's runtime overrides, which win
+// over the file, and fails when they do not fit the file (a reload of it
+// would be refused).
+func (m *Main) checkOverrides(ctx context.Context, cfg *config.Config, addr, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ov, err := admin.NewClient(addr, token).Overrides(ctx)
+	if err != nil {
+		return fmt.Errorf("runtime overrides from %s: %w", addr, apiError(err))
+	}
+	w := m.Stdout
+	if len(ov.Rooms) == 0 {
+		fmt.Fprintf(w, "\nRuntime overrides (from the usher at %s): none; this file's values are in force.\n", addr)
+		return nil
+	}
+	fmt.Fprintf(w, "\nRuntime overrides (from the usher at %s, version %d); they win over this file until dropped (usher room unset ROOM FIELD, usher room reset ROOM):\n", addr, ov.Version)
+	rt := &config.Runtime{}
+	for _, id := range slices.Sorted(maps.Keys(ov.Rooms)) {
+		fmt.Fprintf(w, "  room %s:\n", id)
+		fields := ov.Rooms[id]
+		ro := config.RoomOverrides{}
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
+			o := fields[name]
+			fmt.Fprintf(w, "    %s = %s (file: %s), since %s by %s\n", name, summary(o.Value), summary(o.File), o.At.Format(time.RFC3339), o.By)
+			raw, err := json.Marshal(o.Value)
+			if err != nil {
+				return err
+			}
+			ro[name] = config.Override{Value: raw, At: o.At, By: o.By}
+		}
+		rt.SetRoom(id, ro)
+	}
+	for _, id := range cfg.Orphans(rt) {
+		fmt.Fprintf(w, "  room %s is not in this file: its overrides apply to nothing\n", id)
+	}
+	if _, err := cfg.WithRuntime(rt); err != nil {
+		var v *config.ValidationError
+		if errors.As(err, &v) {
+			fmt.Fprintln(m.Stderr, "These runtime overrides do not fit this file (a reload of it would be refused):")
+			for _, p := range v.Problems {
+				fmt.Fprintln(m.Stderr, "  "+p.String())
+			}
+		}
+		return errors.New("the runtime overrides do not fit this file")
+	}
+	return nil
+}
+
+// summary shows a value, a list by its length.
+func summary(v any) string {
+	if l, ok := v.([]any); ok {
+		if len(l) == 1 {
+			return "1 item"
+		}
+		return fmt.Sprintf("%d items", len(l))
+	}
+	return show(v)
 }
 
 // configError presents a config problem list under the file's name.

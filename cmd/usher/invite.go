@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/usherhq/usher/internal/admin"
 )
 
 // invite runs "usher invite new": it asks a running usher's admin API for an
@@ -27,7 +25,7 @@ func (m *Main) invite(ctx context.Context, args []string) error {
 	admit := fs.Bool("admit", false, "the link lets its visitor in at once, counted, even past the limits")
 	front := fs.Bool("front", false, "the link gives its visitor a place at the front of the line")
 	base := fs.String("url", "", "the site's public URL (https://shop.example), to print the whole link")
-	admin := fs.String("admin", os.Getenv("USHER_ADMIN"), "the admin listener, host:port or URL (env USHER_ADMIN)")
+	adminAddr := fs.String("admin", os.Getenv("USHER_ADMIN"), "the admin listener, host:port or URL (env USHER_ADMIN)")
 	token := fs.String("token", os.Getenv("USHER_TOKEN"), "the admin token (env USHER_TOKEN)")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -42,7 +40,7 @@ func (m *Main) invite(ctx context.Context, args []string) error {
 	if *admit == *front {
 		problems = append(problems, "give exactly one of --admit and --front")
 	}
-	if *admin == "" {
+	if *adminAddr == "" {
 		problems = append(problems, "--admin (or USHER_ADMIN) is required: the running usher's admin listener")
 	}
 	if *token == "" {
@@ -61,36 +59,13 @@ func (m *Main) invite(ctx context.Context, args []string) error {
 	if *admit {
 		mode = "admit"
 	}
-	body, _ := json.Marshal(map[string]any{"uses": *uses, "expires": *expires, "mode": mode})
-	url := strings.TrimSuffix(adminURL(*admin), "/") + "/v1/rooms/" + *room + "/invites"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	out, err := admin.NewClient(*adminAddr, *token).NewInvite(ctx, *room, *uses, *expires, mode)
 	if err != nil {
-		return fmt.Errorf("--admin: %w", err)
+		return fmt.Errorf("admin API: %w", apiError(err))
 	}
-	req.Header.Set("Authorization", "Bearer "+*token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API at %s: %w", *admin, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusCreated {
-		var e struct {
-			Error struct{ Message string } `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("admin API: %s (%d)", e.Error.Message, resp.StatusCode)
-		}
-		return fmt.Errorf("admin API: %s", resp.Status)
-	}
-	var out struct {
-		Path    string    `json:"path"`
-		Expires time.Time `json:"expires"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || out.Path == "" {
+	if out.Path == "" {
 		return errors.New("admin API: an answer without a link")
 	}
 	link := out.Path
@@ -103,12 +78,4 @@ func (m *Main) invite(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "%s, %d use(s), until %s\n", mode, *uses, out.Expires.Format(time.RFC3339))
 	return nil
-}
-
-// adminURL turns host:port into http://host:port; a URL stays as it is.
-func adminURL(a string) string {
-	if strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") {
-		return a
-	}
-	return "http://" + a
 }

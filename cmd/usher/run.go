@@ -36,6 +36,19 @@ Usage:
   usher health [--url URL]    exit 0 if a running usher answers /healthz
   usher version               print the version, commit and build date
 
+Change a running usher (its admin API; --admin ADDR or USHER_ADMIN, --token or USHER_TOKEN):
+  usher rooms                 every room's status
+  usher room get ROOM         a room's settings, events and rules (* set at runtime)
+  usher room set ROOM F=V...  set settings at runtime (total_active_users=500 ...)
+  usher room unset ROOM F...  drop settings' runtime values (back to the file's)
+  usher room reset ROOM       drop every runtime value of the room
+  usher room queue-all ROOM on|off
+  usher room suspend ROOM on|off
+  usher events list|get|add|set|delete ROOM ...
+  usher rules list|get|add|set|delete|enable|disable ROOM ...
+  usher audit [--room ROOM]   the changes made, newest first
+  usher top                   every room's status, refreshed every second
+
 Run "usher COMMAND -h" for a command's flags.
 `
 
@@ -56,7 +69,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "demo":
 		err = m.demo(ctx, rest)
 	case "check":
-		err = m.check(rest)
+		err = m.check(ctx, rest)
 	case "bench":
 		err = m.bench(ctx, rest)
 	case "simulate":
@@ -67,6 +80,18 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.invite(ctx, rest)
 	case "health":
 		err = m.health(ctx, rest)
+	case "rooms":
+		err = m.rooms(ctx, rest)
+	case "room":
+		err = m.room(ctx, rest)
+	case "events":
+		err = m.events(ctx, rest)
+	case "rules":
+		err = m.rules(ctx, rest)
+	case "audit":
+		err = m.audit(ctx, rest)
+	case "top":
+		err = m.top(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, buildVersion())
 	case "help", "-h", "--help":

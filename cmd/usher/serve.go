@@ -44,6 +44,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 // storeFile is the embedded store's file inside store.embedded.path.
 const storeFile = "usher.db"
 
+// runtimePoll is how often a node on a shared store checks the runtime
+// overrides' version: a change made on one node is in force on every
+// node within about this long.
+const runtimePoll = time.Second
+
+// adminTokens returns the admin API's tokens from the config.
+func adminTokens(cfg *config.Config) []admin.Token {
+	var out []admin.Token
+	for _, t := range cfg.Admin.BearerTokens() {
+		out = append(out, admin.Token{Name: t.Name, Secret: t.Secret, Write: t.Write})
+	}
+	return out
+}
+
 // run serves cfg until ctx is done, then shuts down gracefully: listeners
 // stop accepting, requests in flight finish, and the store is flushed and
 // closed cleanly. With a config path, SIGHUP (and a change of the file,
@@ -58,10 +72,15 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			log.Error("closing the embedded store", "err", err)
 		}
 	}()
-	n, err := newNode(ctx, cfg, log, store, engineOpts)
+	// The runtime overrides (changes made through the admin API) are kept
+	// in the store over the config file: the node starts with both.
+	layers := admin.NewLayers(store, log)
+	n, err := newNode(ctx, layers.Start(ctx, cfg), log, store, engineOpts)
 	if err != nil {
 		return err
 	}
+	layers.SetApply(n.apply)
+	n.metrics.RegisterLayers(layers)
 	engine, st, metrics := n.engine, n.st, n.metrics
 
 	pub, err := net.Listen("tcp", cfg.Listen)
@@ -112,7 +131,8 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	}
 	if adm != nil {
 		ah := admin.New(admin.Options{
-			Token:   cfg.Admin.BearerToken(),
+			Tokens:  adminTokens(cfg),
+			Layers:  layers,
 			Rooms:   st.rooms,
 			Status:  engine.Status,
 			Metrics: metrics,
@@ -125,8 +145,14 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		})
 	}
 	n.background(ctx, &wg, cfg, store, log)
+	if cfg.Store.Redis != nil {
+		// Other nodes change the runtime overrides too: find their
+		// changes. (The embedded store has one node, which applies its
+		// own changes as it makes them.)
+		wg.Go(func() { layers.Poll(ctx, runtimePoll) })
+	}
 	if path != "" {
-		rl := &reloader{path: path, current: cfg, log: log, apply: n.apply}
+		rl := &reloader{path: path, current: cfg, log: log, apply: func(next *config.Config) error { return layers.SetFile(ctx, next) }}
 		wg.Go(func() { rl.run(ctx) })
 	}
 	log.Info("usher is running", "version", buildVersion().Version, "public", pub.Addr().String(), "rooms", len(st.rooms()))

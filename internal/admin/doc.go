@@ -1,7 +1,17 @@
-// Package admin serves usher's admin HTTP API on its own private listener
-// (rooms, room status, health) and usher's Prometheus metrics.
+// Package admin serves usher's admin HTTP API on its own private listener,
+// usher's Prometheus metrics, and the client the CLI's verbs use.
+//
+// The API under /api/v1 reads and changes the running rooms: their
+// settings, events and rules (GET, PATCH, POST, DELETE), every room's live
+// status, and the audit log. A change is kept in the store as the runtime
+// document, over the config file (Layers): it is decoded and validated by
+// the config package exactly as the file is, carries optimistic
+// concurrency (ETag and If-Match), and is recorded in the audit log with
+// its token's name and the values before and after, in the same atomic
+// store operation. Every node applies it within a second.
 //
 // Every path except GET /healthz needs an "Authorization: Bearer <token>"
-// header; the token is compared in constant time. Errors are JSON of the form
-// {"error":{"code":"...","message":"..."}}.
+// header; the token is compared in constant time. A read token may GET
+// only. Errors are JSON of the form
+// {"error":{"code":"...","message":"...","field":"..."}}.
 package admin

@@ -17,6 +17,17 @@ type errorJSON struct {
 type errorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Field names the field at fault, as the config file does, when there
+	// is one ("total_active_users", "events[1].event_start_time").
+	Field string `json:"field,omitempty"`
+	// Problems lists every problem when there are several.
+	Problems []ProblemJSON `json:"problems,omitempty"`
+}
+
+// ProblemJSON is one problem of an invalid request.
+type ProblemJSON struct {
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
 }
 
 // writeJSON writes v as the JSON body of a response with status.

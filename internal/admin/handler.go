@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -19,9 +20,17 @@ type StatusFunc func(ctx context.Context, room *usher.Room, now time.Time) (ushe
 
 // Options configure a Handler.
 type Options struct {
-	// Token is the bearer token every path but GET /healthz requires. Empty
-	// means no request is authorised (fail closed).
+	// Token is the bearer token every path but GET /healthz requires: a
+	// write token named "admin". Empty, with no Tokens, means no request
+	// is authorised (fail closed).
 	Token string
+	// Tokens are more tokens, each named and either read-only (GET and
+	// HEAD) or read-write.
+	Tokens []Token
+	// Layers are the running config's file and runtime layers. With them,
+	// /api/v1 serves and changes rooms, events and rules and reads the
+	// audit log; nil serves the read-only /v1 paths and health only.
+	Layers *Layers
 	// Rooms returns the current rooms. Nil means no rooms.
 	Rooms func() []*usher.Room
 	// Status returns a room's live counters. Nil makes every room status
@@ -40,20 +49,30 @@ type Options struct {
 	Invite InviteFunc
 }
 
+// Token is a named admin bearer token.
+type Token struct {
+	// Name names the token in the audit log and the logs.
+	Name string
+	// Secret is what the client sends.
+	Secret string
+	// Write allows every method; false allows GET and HEAD only.
+	Write bool
+}
+
 // healthzPattern is the only pattern served without a token.
 const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
-	mux       *http.ServeMux
-	tokenHash [sha256.Size]byte
-	hasToken  bool
-	rooms     func() []*usher.Room
-	status    StatusFunc
-	logger    *slog.Logger
-	now       func() time.Time
-	version   string
-	invite    InviteFunc
+	mux     *http.ServeMux
+	tokens  []tokenHash
+	layers  *Layers
+	rooms   func() []*usher.Room
+	status  StatusFunc
+	logger  *slog.Logger
+	now     func() time.Time
+	version string
+	invite  InviteFunc
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -61,14 +80,14 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		tokenHash: sha256.Sum256([]byte(opts.Token)),
-		hasToken:  opts.Token != "",
-		rooms:     opts.Rooms,
-		status:    opts.Status,
-		logger:    opts.Logger,
-		now:       opts.Now,
-		version:   opts.Version,
-		invite:    opts.Invite,
+		tokens:  hashTokens(opts.Token, opts.Tokens),
+		layers:  opts.Layers,
+		rooms:   opts.Rooms,
+		status:  opts.Status,
+		logger:  opts.Logger,
+		now:     opts.Now,
+		version: opts.Version,
+		invite:  opts.Invite,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -84,6 +103,7 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("GET /v1/rooms", h.serveRooms)
 	mux.HandleFunc("GET /v1/rooms/{id}/status", h.serveRoomStatus)
 	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
+	h.routeAPI(mux)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
 	}
@@ -96,11 +116,18 @@ func New(opts Options) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
 	if pattern != healthzPattern {
-		if msg, ok := h.authorize(r); !ok {
+		tok, msg := h.authorize(r)
+		if tok == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			writeError(w, http.StatusUnauthorized, usher.EUnauthorized, msg)
 			return
 		}
+		if !tok.write && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			writeError(w, http.StatusForbidden, usher.EForbidden,
+				fmt.Sprintf("token %q may only read (GET); %s needs a write token", tok.name, r.Method))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok.name))
 	}
 	if pattern == "" {
 		// The mux answers 404, 405 (with Allow) or a redirect to the clean
@@ -110,25 +137,62 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// authorize reports whether r carries the right bearer token, and if not,
-// why.
-func (h *Handler) authorize(r *http.Request) (string, bool) {
+// tokenHash is a token as the handler keeps it.
+type tokenHash struct {
+	hash  [sha256.Size]byte
+	name  string
+	write bool
+}
+
+// hashTokens returns the tokens to accept: token (a write token named
+// admin) when set, then tokens; empty secrets are left out.
+func hashTokens(token string, tokens []Token) []tokenHash {
+	var out []tokenHash
+	if token != "" {
+		out = append(out, tokenHash{sha256.Sum256([]byte(token)), "admin", true})
+	}
+	for _, t := range tokens {
+		if t.Secret != "" {
+			out = append(out, tokenHash{sha256.Sum256([]byte(t.Secret)), t.Name, t.Write})
+		}
+	}
+	return out
+}
+
+// tokenKey is the context key of the name of the token a request carries.
+type tokenKey struct{}
+
+// tokenName returns the name of the token that authorised r.
+func tokenName(r *http.Request) string {
+	name, _ := r.Context().Value(tokenKey{}).(string)
+	return name
+}
+
+// authorize returns the token r carries, or nil and why not.
+func (h *Handler) authorize(r *http.Request) (*tokenHash, string) {
 	header := r.Header.Get("Authorization")
 	if header == "" {
-		return "missing bearer token", false
+		return nil, "missing bearer token"
 	}
 	scheme, token, _ := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "authorization must be a bearer token", false
+		return nil, "authorization must be a bearer token"
 	}
 	// Hashing first makes the comparison constant-time in the token's
-	// length too.
+	// length too; every token is compared, so the time does not say which
+	// one matched.
 	got := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 || !h.hasToken {
-		return "invalid bearer token", false
+	var found *tokenHash
+	for i := range h.tokens {
+		if subtle.ConstantTimeCompare(got[:], h.tokens[i].hash[:]) == 1 {
+			found = &h.tokens[i]
+		}
 	}
-	return "", true
+	if found == nil {
+		return nil, "invalid bearer token"
+	}
+	return found, ""
 }
 
 func (h *Handler) serveHealthz(w http.ResponseWriter, r *http.Request) {

@@ -94,20 +94,31 @@ func (h *Handler) serveRoomStatus(w http.ResponseWriter, r *http.Request) {
 	now := h.now()
 	ctx, cancel := context.WithTimeout(r.Context(), statusTimeout)
 	defer cancel()
+	st, err := h.statusOf(ctx, room, now)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, usher.EUnavailable, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// statusOf returns a room's status at now; the error is a message for the
+// client (the cause is logged).
+func (h *Handler) statusOf(ctx context.Context, room *usher.Room, now time.Time) (statusJSON, error) {
+	id := room.ID
 	stats, err := h.status(ctx, room, now)
 	if err != nil {
-		h.logger.LogAttrs(r.Context(), slog.LevelError, "room status",
+		h.logger.LogAttrs(ctx, slog.LevelError, "room status",
 			slog.String("room", id), slog.Any("err", err))
 		msg := fmt.Sprintf("status of room %q is unavailable", id)
 		if e := (*usher.Error)(nil); errors.As(err, &e) {
 			msg = fmt.Sprintf("status of room %q: %s", id, e.Message)
 		}
-		writeError(w, http.StatusServiceUnavailable, usher.EUnavailable, msg)
-		return
+		return statusJSON{}, errors.New(msg)
 	}
 	// The settings in force now: a running event's over the room's.
 	set := room.At(now).Settings
-	writeJSON(w, http.StatusOK, statusJSON{
+	return statusJSON{
 		ID:                     room.ID,
 		Name:                   room.Name,
 		Active:                 stats.Active,
@@ -122,7 +133,7 @@ func (h *Handler) serveRoomStatus(w http.ResponseWriter, r *http.Request) {
 		QueueAll:               set.QueueAll,
 		Suspended:              set.Suspended,
 		Time:                   now.UTC(),
-	})
+	}, nil
 }
 
 // findRoom returns the current room with id, or nil.

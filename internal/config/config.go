@@ -79,6 +79,11 @@ type Admin struct {
 	// ignored), relative to the config file's directory. Load reads it;
 	// Parse does not. Set Token or TokenFile, not both.
 	TokenFile string
+	// Tokens are more bearer tokens, each with a name (the audit log
+	// records which token made a change) and a role: read (GET only) or
+	// write. Empty: Token (a write token named "admin") is the only one.
+	// See BearerTokens.
+	Tokens []AdminToken
 
 	fileToken string // TokenFile's content, read by Load
 	tokenRead bool   // whether Load read TokenFile

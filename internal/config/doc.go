@@ -15,6 +15,10 @@
 // Validate does no I/O and reads no globals (it compiles the bypass rules
 // as the gate will); Load is Parse for a file, and also reads the
 // secret_file and token_file it names and parses each custom_page_html.
+// WithRuntime applies the runtime document (room fields changed through
+// the admin API, kept in the store) over a config with the same field
+// decoders and Validate, so that a runtime change is checked exactly as the
+// file is; EncodeRoom writes a room back in the file's terms.
 // Explain describes the rooms in plain words for "usher check";
 // Reloadable says whether a new config can replace a running one without a
 // restart; CookieDomain is the rule, shared with the gate, for the cookie

@@ -22,6 +22,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 				"listen":     d.text(&c.Admin.Listen),
 				"token":      d.text(&c.Admin.Token),
 				"token_file": d.text(&c.Admin.TokenFile),
+				"tokens":     d.adminTokens(&c.Admin.Tokens),
 			})
 		},
 		"store": func(n *yaml.Node, at loc) {
@@ -100,8 +101,17 @@ func (d *decoder) room(n *yaml.Node, at loc) usher.Room {
 	if id := lookup(n, "id"); id != nil && id.Kind == yaml.ScalarNode {
 		at.room = id.Value
 	}
+	d.mapping(n, at, d.roomFields(&r))
+	return r
+}
+
+// roomFields returns the fields of a room, each decoding into r. Decoding
+// them over a room that has values already (a runtime override over the
+// file's room) replaces what is written: a list or a block as a whole,
+// cookie_attributes key by key.
+func (d *decoder) roomFields(r *usher.Room) map[string]field {
 	s := &r.Settings
-	d.mapping(n, at, map[string]field{
+	return map[string]field{
 		"id":     d.text(&r.ID),
 		"name":   d.text(&r.Name),
 		"origin": d.text(&r.Origin),
@@ -148,17 +158,18 @@ func (d *decoder) room(n *yaml.Node, at loc) usher.Room {
 			}
 		},
 		"events": func(n *yaml.Node, at loc) {
+			r.Events = nil
 			d.list(n, at, func(n *yaml.Node, at loc) {
 				r.Events = append(r.Events, d.event(n, at))
 			})
 		},
 		"rules": func(n *yaml.Node, at loc) {
+			r.Rules = nil
 			d.list(n, at, func(n *yaml.Node, at loc) {
 				r.Rules = append(r.Rules, d.rule(n, at))
 			})
 		},
-	})
-	return r
+	}
 }
 
 // event decodes one entry of a room's events. Problems inside it name the

@@ -110,6 +110,7 @@ func (c *Config) readFiles(dir string) report {
 			c.Admin.fileToken, c.Admin.tokenRead = s, true
 		}
 	}
+	r = append(r, c.Admin.readTokenFiles(dir)...)
 	if rd := c.Store.Redis; rd != nil && rd.PasswordFile != "" {
 		if s, err := readSecretFile(dir, rd.PasswordFile); err != nil {
 			r.add(0, loc{path: "store.redis.password_file"}, "%v", err)

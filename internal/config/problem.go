@@ -106,6 +106,11 @@ func labelItem(rest, prefix, name string) string {
 // ValidationError is every problem found in a config.
 type ValidationError struct {
 	Problems []Problem
+	// Decoding reports problems with the values' form (an unknown field, a
+	// value of the wrong type) rather than their meaning; WithRuntime sets
+	// it, so that the admin API can tell a malformed request (400) from a
+	// well-formed one it cannot apply (422).
+	Decoding bool
 }
 
 // Error returns the problems, one per line.

@@ -14,7 +14,7 @@ import (
 // country_header and trusted_proxies; keys may be added and removed, the
 // sealing key (the first) included, as long as one remains.
 //
-// These need a restart: listen, admin.listen and the admin token (the
+// These need a restart: listen, admin.listen and the admin tokens (the
 // listeners and the admin API are set up at start), the store, watch_config,
 // removing every key (the ring would silently switch to the store's), and a
 // new secret under an existing key id (tickets sealed with the old secret
@@ -33,7 +33,7 @@ func (c *Config) Reloadable(next *Config) error {
 	if c.Admin.Listen != next.Admin.Listen {
 		restart("admin.listen", "the listener is opened at start", quoteOrNone(c.Admin.Listen), quoteOrNone(next.Admin.Listen))
 	}
-	if tokenOf(&c.Admin) != tokenOf(&next.Admin) {
+	if tokenOf(&c.Admin) != tokenOf(&next.Admin) || !sameTokens(c.Admin.Tokens, next.Admin.Tokens) {
 		r.add(0, loc{path: "admin.token"}, "changed, which needs a restart (the admin API takes its token at start)")
 	}
 	if c.Store.Embedded != next.Store.Embedded {

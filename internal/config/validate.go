@@ -116,9 +116,10 @@ func (c *Config) checkListeners(r *report) {
 	switch {
 	case a.Token != "" && a.TokenFile != "":
 		r.add(0, at, "set token or token_file, not both")
-	case a.Token == "" && a.TokenFile == "":
-		r.add(0, at.field("token"), "required when admin.listen is set (set token or token_file)")
+	case a.Token == "" && a.TokenFile == "" && len(a.Tokens) == 0:
+		r.add(0, at.field("token"), "required when admin.listen is set (set token, token_file or tokens)")
 	}
+	a.checkTokens(r, at)
 }
 
 // checkKeys checks the key ring.

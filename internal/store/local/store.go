@@ -39,6 +39,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives flush errors (nil: slog.Default()).
 	Logger *slog.Logger
+	// AuditKeep is how many audit records are kept (zero:
+	// usher.AuditKeep).
+	AuditKeep int
 }
 
 // Store is the embedded store.
@@ -61,6 +64,8 @@ type Store struct {
 	flushed    uint64     // seq covered by the last successful flush
 	stop, done chan struct{}
 	closeOnce  sync.Once
+
+	rt runtimeDoc // the runtime document and the audit log (runtime.go)
 }
 
 // span is a half-open time span [From, To).

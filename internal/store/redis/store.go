@@ -52,6 +52,9 @@ type Options struct {
 	ClockSkew time.Duration
 	// Logger receives notices of lost counters (nil: slog.Default()).
 	Logger *slog.Logger
+	// AuditKeep is how many audit records are kept (zero:
+	// usher.AuditKeep).
+	AuditKeep int
 }
 
 // Store is the shared store. It is safe for concurrent use.

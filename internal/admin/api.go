@@ -1,0 +1,344 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/config"
+)
+
+// routeAPI registers the /api/v1 paths. The /v1 paths of earlier
+// versions stay as they were.
+func (h *Handler) routeAPI(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v1/status", h.serveStatus)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/status", h.serveRoomStatus)
+	mux.HandleFunc("POST /api/v1/rooms/{id}/invites", h.serveNewInvite)
+	if h.layers == nil {
+		return
+	}
+	mux.HandleFunc("GET /api/v1/rooms", h.serveAPIRooms)
+	mux.HandleFunc("GET /api/v1/rooms/{id}", h.serveAPIRoom)
+	mux.HandleFunc("PATCH /api/v1/rooms/{id}", h.servePatchRoom)
+	mux.HandleFunc("DELETE /api/v1/rooms/{id}/overrides", h.serveResetRoom)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/events", h.serveEvents)
+	mux.HandleFunc("POST /api/v1/rooms/{id}/events", h.serveCreateEvent)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/events/{name}", h.serveEvent)
+	mux.HandleFunc("PATCH /api/v1/rooms/{id}/events/{name}", h.servePatchEvent)
+	mux.HandleFunc("DELETE /api/v1/rooms/{id}/events/{name}", h.serveDeleteEvent)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/rules", h.serveRules)
+	mux.HandleFunc("POST /api/v1/rooms/{id}/rules", h.serveCreateRule)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/rules/{index}", h.serveRule)
+	mux.HandleFunc("PATCH /api/v1/rooms/{id}/rules/{index}", h.servePatchRule)
+	mux.HandleFunc("DELETE /api/v1/rooms/{id}/rules/{index}", h.serveDeleteRule)
+	mux.HandleFunc("GET /api/v1/overrides", h.serveOverrides)
+	mux.HandleFunc("GET /api/v1/audit", h.serveAudit)
+}
+
+// RoomView is a room as the API shows it: its settings in force, which of
+// them are overridden at runtime, its events and its rules, each with the
+// ETag that a change of it must send in If-Match.
+type RoomView struct {
+	// ID is the room's id.
+	ID string `json:"id"`
+	// ETag is the tag of the room's settings (PATCH and DELETE overrides
+	// send it).
+	ETag string `json:"etag"`
+	// Version is the runtime document's version in force on the node that
+	// answered (0: none).
+	Version int64 `json:"version"`
+	// Settings are the room's fields in force, as the config file writes
+	// them (durations as "5m"), but id, events and rules.
+	Settings map[string]any `json:"settings"`
+	// Overrides are the fields set at runtime, by field as
+	// RoomOverrides names them.
+	Overrides map[string]OverrideView `json:"overrides"`
+	// Events and Rules are the room's events and rules in force.
+	Events EventsView `json:"events"`
+	Rules  RulesView  `json:"rules"`
+	// NotInForce, when not empty, says why the room's overrides are not in
+	// force on this node: they did not fit its config file when it
+	// started. Drop them (DELETE .../overrides) or fix the file.
+	NotInForce []string `json:"not_in_force,omitempty"`
+}
+
+// OverrideView is one field set at runtime.
+type OverrideView struct {
+	// Value is the runtime value, File the config file's (null when the
+	// file has no such room).
+	Value any `json:"value"`
+	File  any `json:"file"`
+	// At is when it was set, By the name of the token that set it.
+	At time.Time `json:"at"`
+	By string    `json:"by"`
+}
+
+// EventsView is a room's events, in order of start. Each event is its
+// fields as the file writes them, with its "etag".
+type EventsView struct {
+	// ETag is the tag of the list (POST to the list sends it).
+	ETag   string           `json:"etag"`
+	Events []map[string]any `json:"events"`
+}
+
+// RulesView is a room's rules, in order. Each rule is its fields as the
+// file writes them, with its "index" and "etag".
+type RulesView struct {
+	// ETag is the tag of the list (POST to the list sends it).
+	ETag  string           `json:"etag"`
+	Rules []map[string]any `json:"rules"`
+}
+
+// RoomsView is GET /api/v1/rooms.
+type RoomsView struct {
+	Version int64      `json:"version"`
+	Rooms   []RoomView `json:"rooms"`
+}
+
+// OverridesView is GET /api/v1/overrides: every room's runtime overrides.
+type OverridesView struct {
+	// Version is the runtime document's version in force (0: none).
+	Version int64 `json:"version"`
+	// Rooms holds the overrides of each room that has some, by room id.
+	Rooms map[string]map[string]OverrideView `json:"rooms"`
+	// Orphans are rooms with overrides that the config file does not have
+	// (kept, applied to nothing).
+	Orphans []string `json:"orphans"`
+}
+
+// settingsOf returns a room's encoded fields but id, events and rules.
+func settingsOf(enc map[string]any) map[string]any {
+	s := maps.Clone(enc)
+	delete(s, "id")
+	delete(s, "events")
+	delete(s, "rules")
+	return s
+}
+
+// eventsView returns a room's events with their tags.
+func eventsView(rm *usher.Room) EventsView {
+	list := config.EncodeEvents(rm.Events)
+	v := EventsView{ETag: etagOf(list), Events: make([]map[string]any, 0, len(list))}
+	for _, e := range list {
+		m := maps.Clone(e.(map[string]any))
+		m["etag"] = etagOf(e)
+		v.Events = append(v.Events, m)
+	}
+	return v
+}
+
+// ruleTag is the tag of a room's i-th rule: its place and its fields.
+func ruleTag(i int, rule any) string { return etagOf([]any{i, rule}) }
+
+// rulesView returns a room's rules with their index and tags.
+func rulesView(rm *usher.Room) RulesView {
+	list := config.EncodeRules(rm.Rules)
+	v := RulesView{ETag: etagOf(list), Rules: make([]map[string]any, 0, len(list))}
+	for i, r := range list {
+		m := maps.Clone(r.(map[string]any))
+		m["index"], m["etag"] = i, ruleTag(i, r)
+		v.Rules = append(v.Rules, m)
+	}
+	return v
+}
+
+// roomView returns the view of the room with id in snap; false when there
+// is none.
+func roomView(snap *Snapshot, id string) (RoomView, bool) {
+	i := roomIndex(snap.Effective, id)
+	if i < 0 {
+		return RoomView{}, false
+	}
+	rm := &snap.Effective.Rooms[i]
+	settings := settingsOf(config.EncodeRoom(rm))
+	return RoomView{
+		ID:         rm.ID,
+		ETag:       etagOf(settings),
+		Version:    snap.Version,
+		Settings:   settings,
+		Overrides:  overridesView(snap, id),
+		Events:     eventsView(rm),
+		Rules:      rulesView(rm),
+		NotInForce: snap.Unfit[id],
+	}, true
+}
+
+// overridesView returns a room's runtime overrides with the file's values.
+func overridesView(snap *Snapshot, id string) map[string]OverrideView {
+	out := make(map[string]OverrideView)
+	ov := snap.Runtime.Room(id)
+	if len(ov) == 0 {
+		return out
+	}
+	var file map[string]any
+	if i := roomIndex(snap.File, id); i >= 0 {
+		file = config.EncodeRoom(&snap.File.Rooms[i])
+	}
+	for name, o := range ov {
+		var v any
+		_ = json.Unmarshal(o.Value, &v)
+		out[name] = OverrideView{Value: v, File: fieldValue(file, name), At: o.At.UTC(), By: o.By}
+	}
+	return out
+}
+
+// fieldValue returns a field of an encoded room, as RoomOverrides names
+// it ("cookie_attributes.samesite" is a key of a block); nil when absent.
+func fieldValue(enc map[string]any, name string) any {
+	top, sub, dotted := strings.Cut(name, ".")
+	v := enc[top]
+	if !dotted {
+		return v
+	}
+	m, _ := v.(map[string]any)
+	return m[sub]
+}
+
+// roomIndex returns the index of the room with id in c, or -1.
+func roomIndex(c *config.Config, id string) int {
+	if c == nil {
+		return -1
+	}
+	return slices.IndexFunc(c.Rooms, func(r usher.Room) bool { return r.ID == id })
+}
+
+func (h *Handler) serveAPIRooms(w http.ResponseWriter, r *http.Request) {
+	snap := h.layers.Current()
+	out := RoomsView{Version: snap.Version, Rooms: make([]RoomView, 0, len(snap.Effective.Rooms))}
+	for i := range snap.Effective.Rooms {
+		v, _ := roomView(snap, snap.Effective.Rooms[i].ID)
+		out.Rooms = append(out.Rooms, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) serveAPIRoom(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	v, ok := roomView(h.layers.Current(), id)
+	if !ok {
+		noRoom(id).write(w)
+		return
+	}
+	w.Header().Set("ETag", v.ETag)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *Handler) serveOverrides(w http.ResponseWriter, r *http.Request) {
+	snap := h.layers.Current()
+	out := OverridesView{Version: snap.Version, Rooms: make(map[string]map[string]OverrideView), Orphans: snap.File.Orphans(snap.Runtime)}
+	if out.Orphans == nil {
+		out.Orphans = []string{}
+	}
+	if snap.Runtime != nil {
+		for id := range snap.Runtime.Rooms {
+			out.Rooms[id] = overridesView(snap, id)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	snap := h.layers.Current()
+	i := roomIndex(snap.Effective, id)
+	if i < 0 {
+		noRoom(id).write(w)
+		return
+	}
+	v := eventsView(&snap.Effective.Rooms[i])
+	w.Header().Set("ETag", v.ETag)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("name")
+	snap := h.layers.Current()
+	i := roomIndex(snap.Effective, id)
+	if i < 0 {
+		noRoom(id).write(w)
+		return
+	}
+	rm := &snap.Effective.Rooms[i]
+	j, aerr := findEvent(rm, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	v := eventsView(rm).Events[j]
+	w.Header().Set("ETag", v["etag"].(string))
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *Handler) serveRules(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	snap := h.layers.Current()
+	i := roomIndex(snap.Effective, id)
+	if i < 0 {
+		noRoom(id).write(w)
+		return
+	}
+	v := rulesView(&snap.Effective.Rooms[i])
+	w.Header().Set("ETag", v.ETag)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (h *Handler) serveRule(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	snap := h.layers.Current()
+	i := roomIndex(snap.Effective, id)
+	if i < 0 {
+		noRoom(id).write(w)
+		return
+	}
+	rm := &snap.Effective.Rooms[i]
+	j, aerr := findRule(rm, r.PathValue("index"))
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	v := rulesView(rm).Rules[j]
+	w.Header().Set("ETag", v["etag"].(string))
+	writeJSON(w, http.StatusOK, v)
+}
+
+// findEvent returns the index of the room's event named name: 404 when
+// there is none, 409 when several have the name.
+func findEvent(rm *usher.Room, name string) (int, *apiError) {
+	found := -1
+	for j := range rm.Events {
+		if rm.Events[j].Name != name {
+			continue
+		}
+		if found >= 0 {
+			return -1, &apiError{status: http.StatusConflict, code: usher.EConflict, field: "name",
+				message: fmt.Sprintf("room %q has several events named %q: rename them in the config file", rm.ID, name)}
+		}
+		found = j
+	}
+	if found < 0 {
+		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
+			message: fmt.Sprintf("room %q has no event named %q", rm.ID, name)}
+	}
+	return found, nil
+}
+
+// findRule returns the index of the room's rule at index (as written in
+// the path): 404 when there is none.
+func findRule(rm *usher.Room, index string) (int, *apiError) {
+	var j int
+	if _, err := fmt.Sscanf(index, "%d", &j); err != nil || fmt.Sprint(j) != index || j < 0 || j >= len(rm.Rules) {
+		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
+			message: fmt.Sprintf("room %q has no rule %q (rules are numbered from 0; it has %d)", rm.ID, index, len(rm.Rules))}
+	}
+	return j, nil
+}
+
+// noRoom is the answer about a room that does not exist.
+func noRoom(id string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: usher.ENotFound, message: fmt.Sprintf("no room %q", id)}
+}

@@ -1,0 +1,15 @@
+package usher
+
+// AuditKeep is how many records a store's audit log keeps: the oldest go
+// when a change would make more.
+const AuditKeep = 10_000
+
+// AuditRecord is one record of the audit log: the change, recorded by the
+// admin API (opaque to the store), that made a version of the runtime
+// document.
+type AuditRecord struct {
+	// Version is the runtime document's version the change made.
+	Version int64
+	// Data is the record as the admin API wrote it.
+	Data []byte
+}
