@@ -66,6 +66,8 @@ type Store struct {
 	closeOnce  sync.Once
 
 	rt runtimeDoc // the runtime document and the audit log (runtime.go)
+
+	analytics map[string]memAnalytics // by room, without a file (analytics.go)
 }
 
 // span is a half-open time span [From, To).

@@ -54,6 +54,9 @@ func Run(t *testing.T, open Opener) {
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
 		{"ParallelAdmitsHoldTheLimit", testParallelAdmits},
+		{"AnalyticsMerge", testAnalyticsMerge},
+		{"AnalyticsRefusesBadInput", testAnalyticsRefusesBadInput},
+		{"AnalyticsParallelAddsMerge", testAnalyticsParallelAddsMerge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
