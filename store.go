@@ -256,6 +256,12 @@ type RoomStats struct {
 	// Slots is min(total active - active, per minute - admitted last
 	// minute), never below zero.
 	Slots int64
+	// Lapsed is the number of waiters whose waiting count expired (they
+	// stopped checking in: abandoned) since the store began counting the
+	// room; it only grows, except that it starts again from zero when the
+	// store loses or forgets the room's counters. Stats reports it; other
+	// calls may leave it zero.
+	Lapsed int64
 }
 
 // Key is one key of the ticket key ring.

@@ -215,7 +215,9 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(0, 0), nil
+	st := r.stats(0, 0)
+	st.Lapsed = r.lapsed
+	return st, nil
 }
 
 // LoadKeys implements usher.Store.
