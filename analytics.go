@@ -6,7 +6,7 @@ import "time"
 // AnalyticsMinuteKeep and its hour points (the same counts rolled up) for
 // AnalyticsHourKeep; older points are dropped by the store.
 const (
-	AnalyticsMinuteKeep = 48 * time.Hour
+	AnalyticsMinuteKeep = 24 * time.Hour
 	AnalyticsHourKeep   = 30 * 24 * time.Hour
 	// AnalyticsMaxFields bounds the fields of one point: a delta that
 	// would make a point hold more is refused (EInvalid).

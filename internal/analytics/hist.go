@@ -3,6 +3,9 @@ package analytics
 import (
 	"math"
 	"math/bits"
+	"time"
+
+	"github.com/usherhq/usher"
 )
 
 // Hist is a log-linear histogram of non-negative integer values (HDR's
@@ -124,3 +127,19 @@ func (h *Hist) Quantile(q float64) float64 {
 	lo, hi := bucketRange(Buckets - 1)
 	return float64(lo+hi) / 2
 }
+
+// Storage bounds. A point holds at most PointFields fields: four counts,
+// three peaks and every bucket of the three histograms. Each field is a
+// length byte, a name of at most four bytes and a value of at most 10
+// bytes (a uvarint), so a point takes at most MaxPointBytes in the local
+// store (Redis keeps the same fields in a hash, with its own per-field
+// overhead). A room keeps at most AnalyticsMinuteKeep of minute points and
+// AnalyticsHourKeep of hour points, plus the steps under way: RoomBytes
+// (about 23.6 MB) bounds a room's analytics. That is the worst case, every
+// bucket of every histogram filled in every minute for a day; a real
+// minute fills a few dozen buckets of each.
+const (
+	PointFields   = 4 + 3 + 3*Buckets
+	MaxPointBytes = PointFields * (1 + 4 + 10)
+	RoomBytes     = (int(usher.AnalyticsMinuteKeep/time.Minute) + int(usher.AnalyticsHourKeep/time.Hour) + 4) * MaxPointBytes
+)

@@ -155,8 +155,8 @@ func (s *Store) AddAnalytics(ctx context.Context, room string, deltas []usher.An
 }
 
 // ReadAnalytics implements usher.Store with one pipelined HGETALL per
-// step in the range, which is first cut to the retention (at most 2,881
-// minutes or 721 hours).
+// step in the range, which is first cut to the retention (at most 1,442
+// minutes or 722 hours).
 func (s *Store) ReadAnalytics(ctx context.Context, room string, step time.Duration, from, to time.Time) ([]usher.AnalyticsPoint, error) {
 	var sb byte
 	keep := usher.AnalyticsMinuteKeep
