@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -47,6 +48,9 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Analytics reads the rooms' analytics (the store; nil: GET
+	// /api/v1/rooms/{id}/analytics answers 503).
+	Analytics analytics.Reader
 }
 
 // Token is a named admin bearer token.
@@ -73,6 +77,8 @@ type Handler struct {
 	now     func() time.Time
 	version string
 	invite  InviteFunc
+
+	analytics analytics.Reader
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -88,6 +94,8 @@ func New(opts Options) *Handler {
 		now:     opts.Now,
 		version: opts.Version,
 		invite:  opts.Invite,
+
+		analytics: opts.Analytics,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
