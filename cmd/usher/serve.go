@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
@@ -139,6 +140,8 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Logger:  log,
 			Version: buildVersion().Version,
 			Invite:  n.invite,
+
+			Analytics: store,
 		})
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
@@ -170,6 +173,7 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	recorder  *analytics.Recorder
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -181,8 +185,19 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
-	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
+	n := &node{store: store, ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	n.metrics = admin.NewMetrics(n.st.rooms, func(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {
+		return n.engine.Status(ctx, room, now)
+	})
+	// The engine's observations make the metrics' per-visitor counters and
+	// the analytics the node flushes to the store.
+	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
+	if opts.Observer != nil {
+		opts.Observer = admission.Observers{opts.Observer, n.recorder}
+	} else {
+		opts.Observer = n.recorder
+	}
+	n.engine = admission.New(store, opts)
 	registerEngineMetrics(n.metrics, n.engine)
 	if err := n.apply(cfg); err != nil {
 		return nil, err
@@ -279,6 +294,7 @@ func (n *node) invite(room string, uses int, expires time.Time, mode usher.Invit
 // background runs the node's background work until ctx ends: on a shared
 // store, keeping the key ring there.
 func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
+	wg.Go(func() { n.recorder.Run(ctx, analyticsFlush) })
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
@@ -291,6 +307,10 @@ func collect(errs <-chan error) []error {
 	}
 	return out
 }
+
+// analyticsFlush is how often a node samples its rooms' counters and
+// flushes its analytics to the store.
+const analyticsFlush = 5 * time.Second
 
 // clockSlack is how long sessions' counts outlive them on a shared store:
 // the clock difference tolerated between nodes. The store's recovery
