@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,21 @@ func TestE2EAdmissionsCountOncePerVisitor(t *testing.T) {
 	if sum.Admissions != 11 || sum.Arrivals != 12 || sum.QueueWait.Count != 11 || sum.PeakActive != 11 || sum.PeakWaiting != 1 {
 		t.Errorf("analytics: admissions %d, arrivals %d, queue waits %d, peak active %d, peak waiting %d; want 11, 12, 11, 11, 1",
 			sum.Admissions, sum.Arrivals, sum.QueueWait.Count, sum.PeakActive, sum.PeakWaiting)
+	}
+
+	// The CLI verb prints the same totals (arrived, admitted, abandoned,
+	// revoked, peak waiting, peak active).
+	code, out, errOut := cli(t, adm, "read-secret", "analytics", "sale", "--since", "10m")
+	if code != 0 || !regexp.MustCompile(`TOTAL\s+12\s+11\s+0\s+0\s+1\s+11\s`).MatchString(out) {
+		t.Errorf("usher analytics: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("usher analytics sale --since 10m:\n%s", out)
+	for _, bad := range [][]string{{"analytics", "sale", "--since", "-1h"}, {"analytics", "sale", "--step", "day"}, {"analytics"}} {
+		if code, _, errOut := cli(t, adm, "read-secret", bad...); code != 2 || errOut == "" {
+			t.Errorf("usher %q: exit %d (%s), want 2 with a message", bad, code, errOut)
+		}
+	}
+	if code, _, errOut := cli(t, adm, "read-secret", "analytics", "nope"); code != 1 || !strings.Contains(errOut, "no room") {
+		t.Errorf("usher analytics nope: exit %d (%s), want 1 naming the room", code, errOut)
 	}
 }
