@@ -191,7 +191,8 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	})
 	// The engine's observations make the metrics' per-visitor counters and
 	// the analytics the node flushes to the store.
-	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
+	n.metrics.SetLapsed(store.Lapsed)
+	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Lapsed: store.Lapsed, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
 	if opts.Observer != nil {
 		opts.Observer = admission.Observers{opts.Observer, n.recorder}
 	} else {
