@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"fmt"
+	"math"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,4 +84,75 @@ func TestWhoami(t *testing.T) {
 	if rec := a.do(t, "GET", "/api/v1/whoami", "", "", ""); rec.Code != http.StatusUnauthorized {
 		t.Errorf("whoami without a token: %d", rec.Code)
 	}
+}
+
+// TestDashboardContrast reads the dashboard's colours from app.css (every
+// colour is a variable of :root; a literal colour elsewhere fails) and
+// checks WCAG 2 AA: 4.5:1 for text, 3:1 for lines, borders and the focus
+// ring (non-text contrast, 1.4.11). The legends are text in their line's
+// colour on the chart's panel, so each line colour is held to 4.5:1.
+func TestDashboardContrast(t *testing.T) {
+	b, err := dashboardFS.ReadFile("dashboard/app.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	css := string(b)
+	m := regexp.MustCompile(`(?s):root \{(.*?)\}`).FindStringSubmatchIndex(css)
+	if m == nil {
+		t.Fatal("no :root block")
+	}
+	vars := map[string]string{}
+	for _, decl := range strings.Split(css[m[2]:m[3]], ";") {
+		if k, v, ok := strings.Cut(decl, ":"); ok {
+			vars[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	if lit := regexp.MustCompile(`#[0-9a-fA-F]{3,6}\b`).FindString(css[m[1]:]); lit != "" {
+		t.Fatalf("colour %s outside :root", lit)
+	}
+	pairs := []struct {
+		fg, bg string
+		min    float64
+	}{
+		{"--fg", "--bg", 4.5}, {"--fg", "--panel", 4.5}, {"--muted", "--bg", 4.5}, {"--muted", "--panel", 4.5},
+		{"--accent", "--bg", 4.5}, {"--on-accent", "--accent", 4.5}, {"--on-accent", "--pressed", 4.5},
+		{"--on-accent", "--suspended", 4.5}, {"--error", "--bg", 4.5}, {"--pressed", "--error-bg", 4.5},
+		{"--disabled-fg", "--disabled-bg", 4.5},
+		{"--active", "--panel", 4.5}, {"--limit", "--panel", 4.5}, {"--admit", "--panel", 4.5},
+		{"--wait", "--panel", 4.5}, {"--p95", "--panel", 4.5},
+		{"--focus", "--bg", 3}, {"--focus", "--panel", 3}, {"--input-border", "--bg", 3},
+	}
+	for _, p := range pairs {
+		fg, err1 := luminance(vars[p.fg])
+		bg, err2 := luminance(vars[p.bg])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s %q, %s %q: %v %v", p.fg, vars[p.fg], p.bg, vars[p.bg], err1, err2)
+		}
+		r := (max(fg, bg) + 0.05) / (min(fg, bg) + 0.05)
+		if r < p.min {
+			t.Errorf("%s on %s: %.2f:1, want at least %.1f:1", p.fg, p.bg, r, p.min)
+		}
+	}
+}
+
+// luminance returns the WCAG relative luminance of a #rrggbb colour.
+func luminance(hex string) (float64, error) {
+	if len(hex) != 7 || hex[0] != '#' {
+		return 0, fmt.Errorf("colour %q: want #rrggbb", hex)
+	}
+	var out float64
+	for i, w := range []float64{0.2126, 0.7152, 0.0722} {
+		v, err := strconv.ParseUint(hex[1+2*i:3+2*i], 16, 8)
+		if err != nil {
+			return 0, fmt.Errorf("colour %q: %w", hex, err)
+		}
+		c := float64(v) / 255
+		if c <= 0.03928 {
+			c /= 12.92
+		} else {
+			c = math.Pow((c+0.055)/1.055, 2.4)
+		}
+		out += w * c
+	}
+	return out, nil
 }
