@@ -46,6 +46,8 @@
     return d.toISOString().slice(0, 16).replace("T", " ") + " UTC";
   }
 
+  function rfc3339(t) { return new Date(t).toISOString().replace(/\.\d+Z$/, "Z"); }
+
   function clock(t) { return new Date(t).toISOString().slice(11, 19) + " UTC"; }
 
   // api calls the admin API with the token in the Authorization header.
@@ -437,8 +439,8 @@
   function readWaits(st) {
     if (!token) { return; }
     var now = Date.now();
-    var q = "?from=" + encodeURIComponent(new Date(now - WAIT_SPAN).toISOString()) +
-      "&to=" + encodeURIComponent(new Date(now).toISOString()) + "&step=minute";
+    var q = "?from=" + encodeURIComponent(rfc3339(now - WAIT_SPAN)) +
+      "&to=" + encodeURIComponent(rfc3339(now)) + "&step=minute";
     var c = st.charts.wait;
     api("GET", "/api/v1/rooms/" + encodeURIComponent(st.id) + "/analytics" + q).then(function (r) {
       if (r.status === 404) {
@@ -455,7 +457,7 @@
       (r.data.points || []).forEach(function (p) {
         var w = p.queue_wait_seconds;
         var t = typeof p.t === "number" ? p.t * 1000 : Date.parse(p.t);
-        if (!w || isNaN(t)) { return; }
+        if (!w || isNaN(t) || w.count === 0) { return; } // a minute with nobody admitted
         if (typeof w.p50 !== "number" && typeof w.p95 !== "number") { return; }
         pts.push({ t: t, p50: w.p50, p95: w.p95 });
       });
