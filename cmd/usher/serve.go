@@ -79,7 +79,13 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if err != nil {
 		return err
 	}
+	defer n.events.bus.Close()
+	n.events.startMonitor(n.st, n.engine.Status, store, cfg.Store.Redis != nil)
+	// The rooms' state at start, before any request or change: what
+	// changes from here is an event.
+	n.events.mon.Check(ctx, nowFunc())
 	layers.SetApply(n.apply)
+	layers.SetReloaded(n.events.reloaded)
 	n.metrics.RegisterLayers(layers)
 	engine, st, metrics := n.engine, n.st, n.metrics
 
@@ -114,6 +120,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Stopping ends the event streams at once (the admin listener's
+	// graceful shutdown would otherwise wait for them).
+	context.AfterFunc(ctx, n.events.bus.Close)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	serve := func(ln net.Listener, h func() error) {
@@ -139,12 +148,15 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Logger:  log,
 			Version: buildVersion().Version,
 			Invite:  n.invite,
+			Changed: n.events.changed,
+			Events:  n.events.bus,
 		})
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
 		})
 	}
 	n.background(ctx, &wg, cfg, store, log)
+	wg.Go(func() { n.events.mon.Run(ctx, nowFunc, monitorEvery) })
 	if cfg.Store.Redis != nil {
 		// Other nodes change the runtime overrides too: find their
 		// changes. (The embedded store has one node, which applies its
@@ -170,6 +182,8 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	events    *events
+	decider   *decider
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -181,9 +195,13 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	ev := newEvents(log)
+	opts.OnBreaker = ev.onBreaker(opts.FailOpen)
+	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
+	n.decider = &decider{Engine: n.engine, ev: ev}
 	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
+	ev.bus.Register(n.metrics.Registry())
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
@@ -245,7 +263,7 @@ func (n *node) apply(cfg *config.Config) error {
 		Notes:         notes,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
-		Decider:       n.engine,
+		Decider:       n.decider,
 		Sealer:        n.ring,
 		Trusted:       trusted,
 		Logger:        n.log,
@@ -264,6 +282,7 @@ func (n *node) apply(cfg *config.Config) error {
 		}
 	}
 	n.st.set(g, rooms, trusted, invites)
+	n.events.applied(cfg)
 	for _, w := range cfg.Warnings() {
 		n.log.Warn("config: " + w)
 	}

@@ -84,8 +84,6 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives delivery failures and drops (nil: slog.Default()).
 	Logger *slog.Logger
-	// Registerer, when set, gets the bus's metrics.
-	Registerer prometheus.Registerer
 	// MaxAttempts, Backoff and MaxBackoff shape retries (zero: the
 	// defaults).
 	MaxAttempts         int
@@ -178,11 +176,13 @@ func New(opts Options) *Bus {
 		Help:    "Time from an event's publication to its delivery (queueing and retries included), by webhook.",
 		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	}, []string{"room", "webhook"})
-	if opts.Registerer != nil {
-		opts.Registerer.MustRegister(b.latency, &collector{b: b})
-	}
 	b.snap.Store(&snapshot{})
 	return b
+}
+
+// Register adds the bus's metrics to r.
+func (b *Bus) Register(r prometheus.Registerer) {
+	r.MustRegister(b.latency, &collector{b: b})
 }
 
 // SetWebhooks puts cfgs in force: a webhook whose config did not change

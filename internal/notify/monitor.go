@@ -99,9 +99,14 @@ func (m *Monitor) CountVisit(room string, arrival, admitted bool) {
 	}
 }
 
-// Run checks every interval, on whole seconds (so that nodes check
-// together), and when kicked, until ctx ends.
+// KickDelay is how long after a kick the monitor checks: the change that
+// kicked it publishes its own event (room.settings_changed) first.
+const KickDelay = 100 * time.Millisecond
+
+// Run checks at once, then every interval, on whole seconds (so that
+// nodes check together), and KickDelay after a kick, until ctx ends.
 func (m *Monitor) Run(ctx context.Context, now func() time.Time, every time.Duration) {
+	m.Check(ctx, now())
 	for {
 		t := now()
 		wait := every - time.Duration(t.UnixNano()%int64(every))
@@ -112,6 +117,11 @@ func (m *Monitor) Run(ctx context.Context, now func() time.Time, every time.Dura
 			return
 		case <-m.kick:
 			timer.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(KickDelay):
+			}
 		case <-timer.C:
 		}
 		m.Check(ctx, now())
