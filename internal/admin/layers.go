@@ -35,7 +35,7 @@ type Layers struct {
 	mu       sync.Mutex // serialises loading and applying
 	cur      atomic.Pointer[Snapshot]
 	reloaded func(from, to *config.Config) // SetReloaded
-	bad int64 // the last version that did not fit this node's file (logged once)
+	bad      int64                         // the last version that did not fit this node's file (logged once)
 }
 
 // Snapshot is the layers in force on a node at a moment. It does not
