@@ -110,6 +110,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 	}
+	// Name the node in its own events (breaker, reloads) by host and
+	// public address: several nodes may share a host.
+	n.events.node += " " + pub.Addr().String()
 	if m.Ready != nil {
 		admAddr := ""
 		if adm != nil {
