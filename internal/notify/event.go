@@ -103,3 +103,14 @@ func matchAny(patterns []string, t string) bool {
 	}
 	return false
 }
+
+// Publisher publishes events without blocking; *Bus is one. A component
+// that only reports (the origin-health governor, say) takes a Publisher:
+// it calls Publish(Event{Type: ..., Room: ..., Data: ...}) and never
+// waits for a receiver. Its types must be added to the list above first,
+// so that configs may name them.
+type Publisher interface {
+	Publish(Event)
+}
+
+var _ Publisher = (*Bus)(nil)
