@@ -296,16 +296,21 @@ func (b *Bus) Listening() bool {
 
 // Publish hands ev to every webhook and subscriber that wants it, without
 // blocking: a full webhook queue drops it (counted), a subscriber that
-// cannot take it is cut off (counted). It sets ev.ID and ev.Time when
-// they are empty. A per-visitor event should be published only when
+// cannot take it is cut off (counted). It sets ev.ID (when empty or not
+// 1 to 64 of A-Z, a-z, 0-9, '_', '-') and ev.Time (when zero). An event
+// of a type not in Types is logged and dropped. A per-visitor event should be published only when
 // SampleVisitor said so.
 func (b *Bus) Publish(ev Event) {
 	s := b.snap.Load()
 	if len(s.hooks) == 0 && len(s.subs) == 0 {
 		return
 	}
-	if ev.ID == "" {
-		ev.ID = newID()
+	if !KnownType(ev.Type) {
+		b.log.Error("event of an unknown type not published (add it to notify's types)", "type", ev.Type)
+		return
+	}
+	if !safeID(ev.ID) {
+		ev.ID = newID() // an id goes on a line of the stream as it is
 	}
 	if ev.Time.IsZero() {
 		ev.Time = b.opts.Now()
@@ -346,6 +351,19 @@ func (b *Bus) Publish(ev Event) {
 			sub.send(b, &streamItem{id: ev.ID, typ: ev.Type, body: body})
 		}
 	}
+}
+
+// safeID reports whether id is 1 to 64 of A-Z, a-z, 0-9, '_' and '-'.
+func safeID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Close stops the bus: deliveries in flight are cut, queued events are

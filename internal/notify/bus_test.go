@@ -2,6 +2,7 @@ package notify
 
 import (
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -391,5 +392,20 @@ func TestMatchType(t *testing.T) {
 		if ValidPattern(p) != want {
 			t.Errorf("ValidPattern(%q) = %v", p, !want)
 		}
+	}
+}
+
+// TestPublishChecks: an event of an unknown type is not published; an id
+// that could break a stream line is replaced.
+func TestPublishChecks(t *testing.T) {
+	b := New(Options{Logger: slog.New(slog.DiscardHandler)})
+	defer b.Close()
+	s := listen(t, b)
+	b.Publish(Event{Type: "room.exploded", Room: "sale"})
+	b.Publish(Event{ID: "x\ndata: forged", Type: QueueingStarted, Room: "sale"})
+	b.Publish(Event{ID: "keep-me_1", Type: QueueingStopped, Room: "sale"})
+	got := drain(s)
+	if len(got) != 2 || got[0].Type != QueueingStarted || !safeID(got[0].ID) || len(got[0].ID) != 24 || got[1].ID != "keep-me_1" {
+		t.Errorf("published %+v", got)
 	}
 }

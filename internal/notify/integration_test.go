@@ -90,7 +90,7 @@ func TestWebhookRealReceiver(t *testing.T) {
 	b.SetWebhooks([]WebhookConfig{c})
 	b.Publish(Event{ID: "first", Type: QueueingStarted, Room: "sale", Data: map[string]any{"reason": "waiters"}})
 	b.Publish(Event{ID: "second", Type: QueueingStopped, Room: "sale"})
-	b.Publish(Event{ID: "other room", Type: QueueingStopped, Room: "drop"})
+	b.Publish(Event{ID: "other-room", Type: QueueingStopped, Room: "drop"})
 	waitFor(t, 10*time.Second, "both delivered", func() bool {
 		rr.mu.Lock()
 		defer rr.mu.Unlock()
@@ -108,8 +108,8 @@ func TestWebhookRealReceiver(t *testing.T) {
 	if got := strings.Join(rr.tries["second"], ","); got != "1,2" {
 		t.Errorf("attempts of the second = %s, want 1,2", got)
 	}
-	if rr.bad != 0 || len(rr.tries["other room"]) != 0 {
-		t.Errorf("%d requests badly signed; the other room's event sent %d times", rr.bad, len(rr.tries["other room"]))
+	if rr.bad != 0 || len(rr.tries["other-room"]) != 0 {
+		t.Errorf("%d requests badly signed; the other room's event sent %d times", rr.bad, len(rr.tries["other-room"]))
 	}
 	if s := b.Stats()[0]; s.Delivered != 2 || s.Retries != 4 || s.Failed != 0 || s.Dropped != 0 {
 		t.Errorf("stats %+v", s)
