@@ -218,3 +218,42 @@ func TestDeciderAllocs(t *testing.T) {
 		t.Errorf("a decision allocates %v times through the decider, %v through the engine", wrapped, engine)
 	}
 }
+
+// TestSessionEndedEvent: an admitted visitor who comes back after its
+// session ended is sent as visitor.session_ended, when sampled in.
+func TestSessionEndedEvent(t *testing.T) {
+	rc := newReceiver(t, 0)
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ev := newEvents(nil)
+	defer ev.bus.Close()
+	ev.bus.SetWebhooks([]notify.WebhookConfig{{Room: "sale", Name: "ops", URL: rc.srv.URL, Secret: []byte(webhookE2ESecret),
+		Events: []string{notify.VisitorSessionEnded}, VisitorSample: 1}})
+	d := &decider{Engine: admission.New(st, admission.Options{}), ev: ev}
+	room := &usher.Room{ID: "sale", Settings: usher.Settings{TotalActiveUsers: 10, NewUsersPerMinute: 10,
+		SessionDuration: time.Minute, RefreshInterval: 20 * time.Second, QueueingMethod: usher.FIFO}}
+	now := time.Now()
+	dec, err := d.Decide(context.Background(), room, usher.Visit{Now: now})
+	if err != nil || dec.Outcome != usher.Admit {
+		t.Fatalf("%v %v", dec.Outcome, err)
+	}
+	tk := dec.Ticket
+	if _, err := d.Decide(context.Background(), room, usher.Visit{Ticket: &tk, Now: now.Add(30 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Decide(context.Background(), room, usher.Visit{Ticket: &tk, Now: now.Add(3 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	got := rc.wait(t, 5*time.Second, "visitor.session_ended", func(ds []delivery) bool { return len(ds) >= 1 })
+	time.Sleep(200 * time.Millisecond)
+	rc.mu.Lock()
+	n := len(rc.got)
+	rc.mu.Unlock()
+	data, _ := got[0].raw["data"].(map[string]any)
+	if n != 1 || got[0].event.Type != notify.VisitorSessionEnded || data["session_end"] == nil {
+		t.Errorf("%d deliveries, the first %s %v; want one visitor.session_ended with its end", n, got[0].event.Type, data)
+	}
+}
