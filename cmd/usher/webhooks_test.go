@@ -257,3 +257,53 @@ func TestSessionEndedEvent(t *testing.T) {
 		t.Errorf("%d deliveries, the first %s %v; want one visitor.session_ended with its end", n, got[0].event.Type, data)
 	}
 }
+
+// BenchmarkDeciderRatio times an admitted visitor's decision through the
+// engine alone and through the decider (no webhook wants visitor events;
+// one room webhook exists, so the monitor counts), in alternating rounds
+// of 20,000, and reports the median of the rounds' ratios (decider /
+// engine), which drift on a loaded machine cancels out of.
+func BenchmarkDeciderRatio(b *testing.B) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ev := newEvents(nil)
+	defer ev.bus.Close()
+	room := &usher.Room{ID: "sale", Settings: usher.Settings{TotalActiveUsers: 1 << 30, NewUsersPerMinute: 1 << 30,
+		SessionDuration: time.Hour, RefreshInterval: 20 * time.Second, QueueingMethod: usher.FIFO}}
+	s := &state{}
+	s.set(nil, []*usher.Room{room}, nil, nil)
+	ev.startMonitor(s, nil, st, false)
+	ev.mon.Check(context.Background(), time.Now())
+	ev.bus.SetWebhooks([]notify.WebhookConfig{{Room: "sale", Name: "ops", URL: "http://127.0.0.1:1/", Secret: []byte("0123456789abcdef"), Events: []string{"summary.minute"}}})
+	e := admission.New(st, admission.Options{})
+	d := &decider{Engine: e, ev: ev}
+	now := time.Now()
+	dec, err := d.Decide(context.Background(), room, usher.Visit{Now: now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tk := dec.Ticket
+	const n = 20000
+	run := func(f func(context.Context, *usher.Room, usher.Visit) (usher.Decision, error)) time.Duration {
+		start := time.Now()
+		for range n {
+			_, _ = f(context.Background(), room, usher.Visit{Ticket: &tk, Now: now})
+		}
+		return time.Since(start)
+	}
+	var ratios []float64
+	var engineNs []float64
+	for range b.N {
+		for range 15 {
+			a := run(e.Decide)
+			w := run(d.Decide)
+			ratios = append(ratios, float64(w)/float64(a))
+			engineNs = append(engineNs, float64(a.Nanoseconds())/n)
+		}
+	}
+	b.ReportMetric(median(ratios), "ratio")
+	b.ReportMetric(median(engineNs), "engine-ns/op")
+}
