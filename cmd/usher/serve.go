@@ -79,7 +79,13 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if err != nil {
 		return err
 	}
+	defer n.events.bus.Close()
+	n.events.startMonitor(n.st, n.engine.Status, store, cfg.Store.Redis != nil)
+	// The rooms' state at start, before any request or change: what
+	// changes from here is an event.
+	n.events.mon.Check(ctx, nowFunc())
 	layers.SetApply(n.apply)
+	layers.SetReloaded(n.events.reloaded)
 	n.metrics.RegisterLayers(layers)
 	engine, st, metrics := n.engine, n.st, n.metrics
 
@@ -104,6 +110,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 	}
+	// Name the node in its own events (breaker, reloads) by host and
+	// public address: several nodes may share a host.
+	n.events.node += " " + pub.Addr().String()
 	if m.Ready != nil {
 		admAddr := ""
 		if adm != nil {
@@ -114,6 +123,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Stopping ends the event streams at once (the admin listener's
+	// graceful shutdown would otherwise wait for them).
+	context.AfterFunc(ctx, n.events.bus.Close)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	serve := func(ln net.Listener, h func() error) {
@@ -139,6 +151,8 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Logger:  log,
 			Version: buildVersion().Version,
 			Invite:  n.invite,
+			Changed: n.events.changed,
+			Events:  n.events.bus,
 		})
 		// The dashboard's live streams end with the server, not at the
 		// shutdown timeout.
@@ -149,6 +163,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		})
 	}
 	n.background(ctx, &wg, cfg, store, log)
+	wg.Go(func() { n.events.mon.Run(ctx, nowFunc, monitorEvery) })
 	if cfg.Store.Redis != nil {
 		// Other nodes change the runtime overrides too: find their
 		// changes. (The embedded store has one node, which applies its
@@ -174,6 +189,8 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	events    *events
+	decider   *decider
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -185,9 +202,13 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	ev := newEvents(log)
+	opts.OnBreaker = ev.onBreaker(opts.FailOpen)
+	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
+	n.decider = &decider{Engine: n.engine, ev: ev}
 	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
+	ev.bus.Register(n.metrics.Registry())
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
@@ -249,7 +270,7 @@ func (n *node) apply(cfg *config.Config) error {
 		Notes:         notes,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
-		Decider:       n.engine,
+		Decider:       n.decider,
 		Sealer:        n.ring,
 		Trusted:       trusted,
 		Logger:        n.log,
@@ -268,6 +289,7 @@ func (n *node) apply(cfg *config.Config) error {
 		}
 	}
 	n.st.set(g, rooms, trusted, invites)
+	n.events.applied(cfg)
 	for _, w := range cfg.Warnings() {
 		n.log.Warn("config: " + w)
 	}

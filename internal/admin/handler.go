@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -47,6 +48,13 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Changed, when set, is called with the audit entry of every change
+	// made through the API, once it is stored and in force on this node
+	// (the events' room.settings_changed). It must not block.
+	Changed func(AuditEntry)
+	// Events, when set, serves GET /api/v1/stream: the event stream
+	// (server-sent events) of the bus.
+	Events *notify.Bus
 }
 
 // Token is a named admin bearer token.
@@ -74,6 +82,8 @@ type Handler struct {
 	version string
 	invite  InviteFunc
 	live    *liveHub
+	changed func(AuditEntry)
+	events  *notify.Bus
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -89,6 +99,8 @@ func New(opts Options) *Handler {
 		now:     opts.Now,
 		version: opts.Version,
 		invite:  opts.Invite,
+		changed: opts.Changed,
+		events:  opts.Events,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }

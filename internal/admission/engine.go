@@ -36,6 +36,10 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// OnBreaker, when set, is called when the store's circuit breaker
+	// opens (open true, with the last store error: decisions apply the
+	// fail mode) and when it closes again. It must not block.
+	OnBreaker func(open bool, err error)
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -65,6 +69,7 @@ func New(store usher.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
+	e.brk.onChange = opts.OnBreaker
 	if opts.CellSlack > 0 {
 		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
 	}
