@@ -35,6 +35,9 @@ const throughputRooms = `  - id: open
     json_response_enabled: true
 `
 
+// throughputTargets are the throughput scenario's targets (--targets).
+var throughputTargets = []string{"origin", "proxy-tuned", "proxy-unpooled", "admitted", "new", "checkin", "nginx-proxy", "nginx-usher"}
+
 // ThroughputResult is usher bench --scenario throughput's output. Each
 // target's figures are medians over the rounds; the ratios are medians of
 // the per-round ratios (each round loads every target once, interleaved,
@@ -173,6 +176,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			target{"nginx-proxy", bench.LoadConfig{URL: ngx.plainURL + "/open", Expect: fromOrigin}, ngx.cpu},
 			target{"nginx-usher", bench.LoadConfig{URL: ngx.usherURL + "/open", Cookies: true, Expect: fromOrigin}, ngx.cpu})
 	}
+	if len(f.targets) > 0 {
+		targets = slices.DeleteFunc(targets, func(tg target) bool { return !slices.Contains(f.targets, tg.name) })
+	}
 	if env.embeddedURL != "" {
 		// Each usher target is followed by its twin on the embedded
 		// store, so that a ratio compares loads made one after the other.
@@ -256,7 +262,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	}
 	ratio := func(a, b string) float64 {
 		var rs []float64
-		for i := range byName[a] {
+		for i := range min(len(byName[a]), len(byName[b])) {
 			rs = append(rs, byName[a][i].RPS/byName[b][i].RPS)
 		}
 		return median(rs)
