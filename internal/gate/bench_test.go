@@ -81,11 +81,21 @@ func BenchmarkAdmittedRequest(b *testing.B) {
 	target, _ := url.Parse("http://shop.test/product/1")
 	w := &benchWriter{h: http.Header{}}
 	b.ReportAllocs()
+	cookie := c.Name + "=" + c.Value
 	for b.Loop() {
 		w.reset()
-		h.ServeHTTP(w, benchRequest(target, c.Name+"="+c.Value))
+		h.ServeHTTP(w, benchRequest(target, cookie))
 		if w.code != 200 || w.h.Get("X-Origin") != "1" {
 			b.Fatal(w.code)
+		}
+		// The visitor keeps the renewed ticket (about once a second), as
+		// a browser does.
+		if sc := w.h["Set-Cookie"]; len(sc) > 0 {
+			nc, err := http.ParseSetCookie(sc[0])
+			if err != nil || nc.Name != c.Name {
+				b.Fatal(sc, err)
+			}
+			cookie = nc.Name + "=" + nc.Value
 		}
 	}
 }

@@ -25,7 +25,8 @@ type proxyInfo struct {
 	powCookie   string   // the room's proof-of-work cookie, removed with it
 	tokenHeader string   // the admission token's header ("": none)
 	token       string   // the admission token to send; "" none
-	visitor     *[8]byte // an admitted visitor's id (origin commands)
+	visitor     [8]byte  // an admitted visitor's id (origin commands)
+	admitted    bool     // visitor is set
 	rawPath     string   // the request's path as sent (cookie paths)
 	peer        netip.Addr
 	peerTrusted bool
@@ -39,7 +40,9 @@ type proxyInfo struct {
 // cookie on the way; passed ones keep the request as it came.
 func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision, admit bool) {
 	target := g.defaultOrigin
-	info := &proxyInfo{scheme: m.Scheme, host: m.Host}
+	ctx := &proxyContext{Context: r.Context()}
+	info := &ctx.info
+	info.scheme, info.host = m.Scheme, m.Host
 	if m.Room != nil {
 		target = g.origins[m.Room]
 		info.room = m.Room.ID
@@ -66,13 +69,26 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		}
 	}
 	if admit && d.Outcome == usher.Admit {
-		v := d.Ticket.VisitorID
-		info.visitor, info.rawPath = &v, r.URL.EscapedPath()
+		info.visitor, info.admitted, info.rawPath = d.Ticket.VisitorID, true, r.URL.EscapedPath()
 	}
 	info.target = target
 	info.peer = server.PeerAddr(r)
 	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxyKey{}, info)))
+	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// proxyContext is a proxied request's context: its parent with the
+// proxyInfo under proxyKey, in one allocation.
+type proxyContext struct {
+	context.Context
+	info proxyInfo
+}
+
+func (c *proxyContext) Value(key any) any {
+	if _, ok := key.(proxyKey); ok {
+		return &c.info
+	}
+	return c.Context.Value(key)
 }
 
 // rewrite builds the outgoing request: the origin's URL (and Host), usher's
