@@ -20,14 +20,14 @@ type proxyKey struct{}
 // proxyInfo is what rewrite needs to know about one proxied request.
 type proxyInfo struct {
 	target      *url.URL
-	room        string   // for logs; "" when no room matched
-	cookie      string   // usher cookie to remove from the request; "" none
-	powCookie   string   // the room's proof-of-work cookie, removed with it
-	tokenHeader string   // the admission token's header ("": none)
-	token       string   // the admission token to send; "" none
-	visitor     [8]byte  // an admitted visitor's id (origin commands)
-	admitted    bool     // visitor is set
-	rawPath     string   // the request's path as sent (cookie paths)
+	room        string  // for logs; "" when no room matched
+	cookie      string  // usher cookie to remove from the request; "" none
+	powCookie   string  // the room's proof-of-work cookie, removed with it
+	tokenHeader string  // the admission token's header ("": none)
+	token       string  // the admission token to send; "" none
+	visitor     [8]byte // an admitted visitor's id (origin commands)
+	admitted    bool    // visitor is set
+	rawPath     string  // the request's path as sent (cookie paths)
 	peer        netip.Addr
 	peerTrusted bool
 	scheme      string
