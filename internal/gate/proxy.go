@@ -115,23 +115,31 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 		stripCookie(h, info.cookie)
 		stripCookie(h, info.powCookie)
 	}
+	// The headers set here share one backing array (one allocation, not
+	// one per header); their keys are canonical already, as Set would make
+	// them (tokenHeader is canonicalized by Tokens.init).
+	vals := make([]string, 0, 4)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	if info.tokenHeader != "" {
 		// Only usher says a visitor came through the line.
-		h.Del(info.tokenHeader)
+		delete(h, info.tokenHeader)
 		if info.token != "" {
-			h.Set(info.tokenHeader, info.token)
+			set(info.tokenHeader, info.token)
 		}
 	}
 	if info.peer.IsValid() {
 		xff := info.peer.String()
-		if prior := pr.In.Header.Values("X-Forwarded-For"); info.peerTrusted && len(prior) > 0 {
+		if prior := pr.In.Header["X-Forwarded-For"]; info.peerTrusted && len(prior) > 0 {
 			xff = strings.Join(prior, ", ") + ", " + xff
 		}
-		h.Set("X-Forwarded-For", xff)
+		set("X-Forwarded-For", xff)
 	}
-	h.Set("X-Forwarded-Proto", info.scheme)
+	set("X-Forwarded-Proto", info.scheme)
 	if info.host != "" {
-		h.Set("X-Forwarded-Host", info.host)
+		set("X-Forwarded-Host", info.host)
 	}
 }
 

@@ -29,9 +29,15 @@ func RequestIDFunc(trusted func() []netip.Prefix, next http.Handler) http.Handle
 		id := r.Header.Get(RequestIDHeader)
 		if !validRequestID(id) || !IsTrusted(PeerAddr(r), trusted()) {
 			id = NewRequestID()
-			r.Header.Set(RequestIDHeader, id)
+			// One value for the request and the response (RequestIDHeader
+			// is canonical): one allocation, not two. Its capacity is 1, so
+			// an Add to either header copies it.
+			v := []string{id}
+			r.Header[RequestIDHeader] = v
+			w.Header()[RequestIDHeader] = v
+		} else {
+			w.Header().Set(RequestIDHeader, id)
 		}
-		w.Header().Set(RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})
 }
