@@ -271,13 +271,23 @@ func (g *Gate) loadRoom(room *usher.Room, lists map[string][]netip.Prefix) error
 // and the garbage it makes costs more CPU than the rest of an admitted
 // request. usher bench's tuned reference proxy uses it too.
 func NewBufferPool() httputil.BufferPool {
-	return bufferPool{&sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return bufferPool{&sync.Pool{New: func() any { return new([bufferSize]byte) }}}
 }
 
+const bufferSize = 32 << 10
+
+// bufferPool pools fixed arrays, so that Put turns the slice back into
+// its array pointer without allocating (a pool of *[]byte would allocate
+// a slice header on every Put).
 type bufferPool struct{ p *sync.Pool }
 
-func (bp bufferPool) Get() []byte  { return *bp.p.Get().(*[]byte) }
-func (bp bufferPool) Put(b []byte) { bp.p.Put(&b) }
+func (bp bufferPool) Get() []byte { return bp.p.Get().(*[bufferSize]byte)[:] }
+
+func (bp bufferPool) Put(b []byte) {
+	if cap(b) == bufferSize {
+		bp.p.Put((*[bufferSize]byte)(b[:bufferSize]))
+	}
+}
 
 // parseOrigin parses an absolute http or https URL.
 func parseOrigin(s string) (*url.URL, error) {
