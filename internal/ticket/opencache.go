@@ -3,6 +3,7 @@ package ticket
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/usherhq/usher"
 )
@@ -12,12 +13,13 @@ import (
 const openCacheSize = 8192
 
 // openCache remembers tickets a Ring opened, keyed by the cookie value,
-// room and cookie name, so that an admitted visitor's requests, which all
-// bring the same cookie, are decrypted once. Only tickets that opened are
-// kept: a forged value costs its decryption every time, as before, and
-// cannot fill the cache. When full, an arbitrary entry makes room (Go's
-// map iteration starts at random). The zero value is ready for use; it is
-// safe for concurrent use.
+// so that an admitted visitor's requests, which all bring the same cookie,
+// are decrypted once. A value opens for one room and cookie name only
+// (both are authenticated with it): the entry keeps them and a lookup for
+// others misses. Only tickets that opened are kept: a forged value costs
+// its decryption every time, as before, and cannot fill the cache. Past
+// its bound, arbitrary entries make room. The zero value is ready for use;
+// it is safe for concurrent use, and lookups take no lock (sync.Map).
 //
 // The cache changes nothing a ticket grants: the decision on it (its
 // session's end, a revocation, the settings in force) is made afresh on
@@ -25,39 +27,47 @@ const openCacheSize = 8192
 // client is checked by the caller on every request. A ring whose keys
 // change is a new Ring, with an empty cache.
 type openCache struct {
-	mu sync.RWMutex
-	m  map[openKey]usher.Ticket
+	m sync.Map // value -> *openEntry
+	n atomic.Int64
 }
 
-type openKey struct{ value, room, cookie string }
+type openEntry struct {
+	room, cookie string
+	t            usher.Ticket
+}
 
 func (c *openCache) get(value, room, cookie string) (usher.Ticket, bool) {
-	c.mu.RLock()
-	t, ok := c.m[openKey{value, room, cookie}]
-	c.mu.RUnlock()
-	return t, ok
+	v, ok := c.m.Load(value)
+	if !ok {
+		return usher.Ticket{}, false
+	}
+	e := v.(*openEntry)
+	if e.room != room || e.cookie != cookie {
+		return usher.Ticket{}, false
+	}
+	return e.t, true
 }
 
 func (c *openCache) put(value, room, cookie string, t usher.Ticket) {
 	// The strings may be slices of a larger header: the cache keeps copies.
-	k := openKey{strings.Clone(value), strings.Clone(room), strings.Clone(cookie)}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[openKey]usher.Ticket)
+	e := &openEntry{room: strings.Clone(room), cookie: strings.Clone(cookie), t: t}
+	if _, loaded := c.m.Swap(strings.Clone(value), e); loaded {
+		return
 	}
-	if _, ok := c.m[k]; !ok && len(c.m) >= openCacheSize {
-		for old := range c.m {
-			delete(c.m, old)
-			break
+	if c.n.Add(1) <= openCacheSize {
+		return
+	}
+	// Over the bound: drop entries until back within it (the map's order
+	// follows its keys' hashes, seeded at random).
+	c.m.Range(func(k, _ any) bool {
+		if _, deleted := c.m.LoadAndDelete(k); deleted {
+			if c.n.Add(-1) <= openCacheSize {
+				return false
+			}
 		}
-	}
-	c.m[k] = t
+		return true
+	})
 }
 
 // len returns the number of tickets remembered.
-func (c *openCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
-}
+func (c *openCache) len() int { return int(c.n.Load()) }
