@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -33,10 +34,14 @@ func benchWarnings(out any) []string {
 	case *ThroughputResult:
 		var ws []string
 		for _, t := range []struct {
-			name string
-			f    Figure
-		}{{"origin direct", r.Origin}, {"proxy-tuned", r.ProxyTuned}, {"proxy-unpooled", r.ProxyUnpooled},
-			{"admitted", r.Admitted}, {"new visitor", r.NewVisitor}, {"check-in", r.CheckIn}} {
+			name, target string
+			f            Figure
+		}{{"origin direct", "origin", r.Origin}, {"proxy-tuned", "proxy-tuned", r.ProxyTuned},
+			{"proxy-unpooled", "proxy-unpooled", r.ProxyUnpooled}, {"admitted", "admitted", r.Admitted},
+			{"new visitor", "new", r.NewVisitor}, {"check-in", "checkin", r.CheckIn}} {
+			if len(r.Targets) > 0 && !slices.Contains(r.Targets, t.target) {
+				continue // not loaded (--targets)
+			}
 			switch {
 			case t.f.RPS == 0:
 				ws = append(ws, fmt.Sprintf("%s: no request succeeded, so its figures and ratios measure nothing", t.name))

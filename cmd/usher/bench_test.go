@@ -111,3 +111,16 @@ func TestBenchFlashSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchWarningsTargets: with --targets, the targets not loaded raise
+// no warning; a loaded one that served nothing does.
+func TestBenchWarningsTargets(t *testing.T) {
+	r := &ThroughputResult{Targets: []string{"admitted", "proxy-tuned"}, Admitted: Figure{RPS: 10}}
+	ws := benchWarnings(r)
+	if len(ws) != 1 || !strings.HasPrefix(ws[0], "proxy-tuned: no request succeeded") {
+		t.Errorf("warnings %q: want one, for proxy-tuned", ws)
+	}
+	if ws := benchWarnings(&ThroughputResult{}); len(ws) != 6 {
+		t.Errorf("all targets loaded, none served: %d warnings %q, want 6", len(ws), ws)
+	}
+}

@@ -47,7 +47,10 @@ type ThroughputResult struct {
 	Rounds    int     `json:"rounds"`
 	Workers   int     `json:"workers"`
 	DurationS float64 `json:"duration_s"`
-	Origin    Figure  `json:"origin_direct"`
+	// Targets are the targets loaded when --targets names some; the
+	// others' figures and ratios are zero. Omitted: all of them.
+	Targets []string `json:"targets,omitempty"`
+	Origin  Figure   `json:"origin_direct"`
 	// ProxyTuned is the reference: an httputil.ReverseProxy with the
 	// gate's own transport and buffer pool (gate.NewTransport,
 	// gate.NewBufferPool). ProxyUnpooled is the same without the buffer
@@ -289,6 +292,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		CheckInVsProxyTuned:     ratio("checkin", "proxy-tuned"),
 		ProxyTunedVsOrigin:      ratio("proxy-tuned", "origin"),
 		AdmittedVsProxyUnpooled: ratio("admitted", "proxy-unpooled"),
+		Targets:                 f.targets,
 	}
 	if ngx != nil {
 		np, nu := fig("nginx-proxy"), fig("nginx-usher")
