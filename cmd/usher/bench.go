@@ -115,7 +115,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
 	var f benchFlags
 	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput or standing-room")
-	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and a plain reverse proxy in this process")
+	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and (throughput) reference reverse proxies on this machine")
 	fs.StringVar(&f.target, "target", "", "flash-crowd against a running usher: the URL of the room (with --total etc. describing it)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&f.plot, "plot", "", "flash-crowd: write an SVG plot to this file")

@@ -38,8 +38,23 @@ func RequestIDFunc(trusted func() []netip.Prefix, next http.Handler) http.Handle
 		} else {
 			w.Header().Set(RequestIDHeader, id)
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		next.ServeHTTP(w, r.WithContext(&requestIDContext{Context: r.Context(), id: id}))
 	})
+}
+
+// requestIDContext is a request's context with its id under requestIDKey:
+// one allocation where context.WithValue would make two (the context and
+// the id boxed in an interface).
+type requestIDContext struct {
+	context.Context
+	id string
+}
+
+func (c *requestIDContext) Value(key any) any {
+	if _, ok := key.(requestIDKey); ok {
+		return c.id
+	}
+	return c.Context.Value(key)
 }
 
 // RequestIDFrom returns the request id stored in ctx by RequestID, or ""
