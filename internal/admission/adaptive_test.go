@@ -1,0 +1,105 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// TestAdaptiveCheckIns runs the same long line on simulated time with fixed
+// check-ins (max_refresh_interval = refresh_interval) and adaptive ones:
+// with adaptive check-ins FIFO stays exact, the position shown is right as
+// of every check-in and the store counts exactly the unexpired tickets
+// (runSim checks both on every step), a leaver's count ends within the
+// longest interval plus its grace, utilisation does not drop, and the line
+// checks in far less often.
+func TestAdaptiveCheckIns(t *testing.T) {
+	room := simRoom()
+	room.TotalActiveUsers, room.NewUsersPerMinute = 20, 60
+	room.SessionDuration, room.RefreshInterval = 30*time.Second, 5*time.Second
+	base := simConfig{
+		visitors: 1000, arrivalSpan: time.Minute, abandonFrac: 0.3, patienceMax: 15 * time.Minute,
+		browseMin: 10 * time.Second, browseMax: 40 * time.Second, horizon: 45 * time.Minute,
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		cfg := base
+		cfg.seed = seed
+		fixed, adaptive := room, room
+		fixed.MaxRefreshInterval = room.RefreshInterval
+		adaptive.MaxRefreshInterval = 2 * time.Minute
+		cfg.room = fixed
+		f := runSim(t, cfg)
+		cfg.room = adaptive
+		a := runSim(t, cfg)
+		t.Logf("seed %d: check-ins %d fixed, %d adaptive (%.2fx); utilisation %.4f fixed, %.4f adaptive; longest count after a check-in %v fixed, %v adaptive",
+			seed, f.checkIns, a.checkIns, float64(a.checkIns)/float64(f.checkIns), f.utilization, a.utilization, f.longestWindow, a.longestWindow)
+		for name, r := range map[string]simResult{"fixed": f, "adaptive": a} {
+			if r.inversions != 0 {
+				t.Errorf("seed %d, %s: %d FIFO inversions", seed, name, r.inversions)
+			}
+			if r.maxActive > room.TotalActiveUsers {
+				t.Errorf("seed %d, %s: active reached %d, limit %d", seed, name, r.maxActive, room.TotalActiveUsers)
+			}
+		}
+		if a.admittedCount < f.admittedCount {
+			t.Errorf("seed %d: %d admitted with adaptive check-ins, %d with fixed", seed, a.admittedCount, f.admittedCount)
+		}
+		if a.utilization < f.utilization {
+			t.Errorf("seed %d: utilisation %.4f with adaptive check-ins, %.4f with fixed", seed, a.utilization, f.utilization)
+		}
+		if a.checkIns*3 > f.checkIns {
+			t.Errorf("seed %d: %d check-ins with adaptive intervals, %d with fixed: want under a third", seed, a.checkIns, f.checkIns)
+		}
+		// A leaver counts at most its interval (with jitter) plus its
+		// grace, rounded up to the second, after its last check-in.
+		for name, c := range map[string]struct {
+			r  simResult
+			iv time.Duration
+		}{"fixed": {f, room.RefreshInterval}, "adaptive": {a, 2 * time.Minute}} {
+			bound := c.iv + MaxJitter(c.iv) + Grace(c.iv) + time.Second
+			if c.r.longestWindow > bound {
+				t.Errorf("seed %d, %s: a waiting ticket counted %v after its check-in, bound %v", seed, name, c.r.longestWindow, bound)
+			}
+		}
+	}
+}
+
+// TestIntervalNeverOutrunsTheTurn checks the interval rule over a grid of
+// rooms and places: a waiter told to come back after I cannot be admitted
+// before 2I (the room cannot admit everyone ahead of it sooner), I is from
+// refresh_interval to max_refresh_interval, it grows with the place, and
+// random rooms keep refresh_interval.
+func TestIntervalNeverOutrunsTheTurn(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tau := range []int{1, 7, 200, 5000} {
+		for _, nupm := range []int{1, 60, 3000, 1000000} {
+			for _, sd := range []time.Duration{30 * time.Second, 5 * time.Minute, 24 * time.Hour} {
+				s := usher.Settings{TotalActiveUsers: tau, NewUsersPerMinute: nupm, SessionDuration: sd,
+					RefreshInterval: 20 * time.Second, MaxRefreshInterval: 2 * time.Minute, QueueingMethod: usher.FIFO}
+				sched := usher.Schedule{Settings: s}
+				prev := time.Duration(0)
+				for _, ahead := range []int64{0, 1, 5, 50, 199, 200, 1000, 10000, 1e6, 1e9} {
+					iv := interval(ahead, &s, &sched, now)
+					if iv < s.RefreshInterval || iv > s.MaxRefreshInterval {
+						t.Fatalf("tau %d nupm %d sd %v ahead %d: interval %v out of [%v, %v]", tau, nupm, sd, ahead, iv, s.RefreshInterval, s.MaxRefreshInterval)
+					}
+					if iv < prev {
+						t.Fatalf("tau %d nupm %d sd %v ahead %d: interval %v shorter than %v further ahead", tau, nupm, sd, ahead, iv, prev)
+					}
+					prev = iv
+					// Within 2I (a little less: the admissions of a span
+					// count whole minutes and sessions), the room cannot
+					// admit ahead+1 visitors.
+					if iv > s.RefreshInterval && maxAdmissions(2*iv-time.Millisecond, &s) > ahead {
+						t.Fatalf("tau %d nupm %d sd %v ahead %d: interval %v, yet %d could be admitted within %v", tau, nupm, sd, ahead, iv, maxAdmissions(2*iv-time.Millisecond, &s), 2*iv)
+					}
+				}
+				s.QueueingMethod = usher.Random
+				if iv := interval(1e6, &s, &sched, now); iv != s.RefreshInterval {
+					t.Fatalf("random room: interval %v, want refresh_interval", iv)
+				}
+			}
+		}
+	}
+}
