@@ -82,11 +82,13 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 		fmt.Fprintf(w, "usher held %s waiters checking in every %s near the front up to %s further back (%s check-ins a second, %.2fx the %s of a fixed %s) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
 			bench.Count(r.MaxWaiters), refresh, most, rps(at.CheckInsPerS), at.CheckInsPerS/at.FixedRPS, rps(at.FixedRPS), refresh, ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
 	}
-	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters != r.MaxWaiters {
-		s := r.Steps[n-1]
-		fmt.Fprintf(w, "At %s waiters it stopped: p99 %s, %s errors, check-ins sent up to %s late (p99).\n",
-			bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), ms(s.LateP99ms))
-	} else if n > 0 {
+	for _, s := range r.Steps {
+		if s.Waiters > r.MaxWaiters {
+			fmt.Fprintf(w, "At %s waiters: p99 %s, %s errors, %s check-ins a second, sent up to %s late (p99).\n",
+				bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
+		}
+	}
+	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters == r.MaxWaiters {
 		fmt.Fprintf(w, "That is the most it tried (--max-waiters).\n")
 	}
 	fmt.Fprintf(w, "The load generator held its waiters in %.0f MB.\n", r.GeneratorRSSMB)
