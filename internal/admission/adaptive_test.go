@@ -103,3 +103,74 @@ func TestIntervalNeverOutrunsTheTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveDecisions follows one waiter far back in a line that does
+// not move and one at its front: the far one is told max_refresh_interval
+// from its first check-in on (its newcomer's answer is refresh_interval),
+// the ticket's NextCheckIn and its cell agree with the answer, an early
+// check-in counts nothing, and once the waiters ahead have left it is told
+// to come back at refresh_interval. A random room keeps refresh_interval.
+func TestAdaptiveDecisions(t *testing.T) {
+	for _, method := range []usher.QueueingMethod{usher.FIFO, usher.Random} {
+		t.Run(string(method), func(t *testing.T) {
+			e := newEngine(t)
+			room := simRoom()
+			room.QueueingMethod = method
+			room.TotalActiveUsers, room.NewUsersPerMinute, room.SessionDuration = 1, 1, time.Hour
+			room.RefreshInterval, room.MaxRefreshInterval = 20*time.Second, 2*time.Minute
+			s := &room.Settings
+			decide(t, e, &room, nil, t0) // takes the one place for an hour
+			var first usher.Ticket
+			// 99 waiters arrive in the first second (one arrival bucket,
+			// all ahead of the far waiter), the far one the next.
+			for i := range 99 {
+				d := decide(t, e, &room, nil, t0.Add(time.Duration(i+1)*time.Millisecond))
+				if i == 0 {
+					first = d.Ticket
+				}
+			}
+			now := t0.Add(time.Second)
+			d := decide(t, e, &room, nil, now)
+			if d.Outcome != usher.Wait || d.RefreshAfter > s.RefreshInterval+MaxJitter(s.RefreshInterval)+time.Second {
+				t.Fatalf("newcomer: %v, told %v, want refresh_interval", d.Outcome, d.RefreshAfter)
+			}
+			tk := d.Ticket
+			now = tk.NextCheckIn
+			d = decide(t, e, &room, &tk, now)
+			long, short := s.RefreshInterval+MaxJitter(s.RefreshInterval)+time.Second, MaxInterval(s)
+			if method == usher.Random {
+				if d.RefreshAfter > long {
+					t.Fatalf("random room, its check-in: told %v, want refresh_interval", d.RefreshAfter)
+				}
+				return
+			}
+			if d.Position != 100 || d.RefreshAfter < short-MaxJitter(short)-time.Second || d.RefreshAfter > short+MaxJitter(short)+time.Second {
+				t.Fatalf("far waiter's check-in: position %d, told %v, want about %v", d.Position, d.RefreshAfter, short)
+			}
+			tk = d.Ticket
+			if got := tk.NextCheckIn.Sub(now); got != d.RefreshAfter {
+				t.Fatalf("ticket says %v, answer %v", got, d.RefreshAfter)
+			}
+			if want := usher.CeilSecond(tk.NextCheckIn.Add(Grace(MaxInterval(s)))).Unix(); tk.Cell != want {
+				t.Fatalf("cell %d, want %d (the interval's check-in plus its grace)", tk.Cell, want)
+			}
+			// A check-in a minute early counts nothing.
+			early := decide(t, e, &room, &tk, now.Add(time.Minute))
+			if !early.Replay || early.TicketChanged || early.RefreshAfter > tk.NextCheckIn.Sub(now.Add(time.Minute))+time.Second {
+				t.Fatalf("early check-in: replay %v, changed %v, told %v", early.Replay, early.TicketChanged, early.RefreshAfter)
+			}
+			// The front waiter checks in at refresh_interval.
+			fd := decide(t, e, &room, &first, first.NextCheckIn)
+			if fd.Position != 1 || fd.RefreshAfter > long {
+				t.Fatalf("front waiter: position %d, told %v", fd.Position, fd.RefreshAfter)
+			}
+			// Everyone ahead leaves (never checks in again); once their
+			// cells expired, the far waiter is at the front and told so.
+			now = tk.NextCheckIn
+			d = decide(t, e, &room, &tk, now)
+			if d.Position != 1 || d.RefreshAfter > long {
+				t.Fatalf("after the line ahead left: position %d, told %v, want refresh_interval", d.Position, d.RefreshAfter)
+			}
+		})
+	}
+}
