@@ -210,8 +210,8 @@ type crowd struct {
 	url    string
 	name   string // the cookie's name, the same for all
 
-	stride int      // bytes per waiter in arena
-	arena  []byte   // cookie values, stride bytes each
+	stride int      // bytes per waiter in the arena
+	chunks [][]byte // the arena: cookie values, stride bytes each, chunkSize waiters a chunk, made as waiters join
 	lens   []uint16 // cookie length per waiter
 	n      atomic.Int64
 
@@ -237,7 +237,10 @@ type item struct {
 	due int64 // unix ns
 }
 
-const wheelSlot = 100 * time.Millisecond
+const (
+	wheelSlot = 100 * time.Millisecond
+	chunkSize = 1 << 14
+)
 
 // newCrowd makes room for up to max waiters of the room at url, whose
 // longest check-in interval is maxRefresh, and starts the wheel.
@@ -249,7 +252,7 @@ func newCrowd(ctx context.Context, client *http.Client, url string, max int, max
 	name, value, _ := strings.Cut(ck, "=")
 	c := &crowd{client: client, url: url, name: name, stride: len(value) + 96}
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	c.arena = make([]byte, max*c.stride)
+	c.chunks = make([][]byte, max/chunkSize+1)
 	c.lens = make([]uint16, max)
 	// The wheel spans the longest interval with its jitter and rounding.
 	slots := int((maxRefresh+maxRefresh/5+10*time.Second)/wheelSlot) + 1
@@ -281,7 +284,11 @@ func (c *crowd) join(k int) error {
 			return c.ctx.Err()
 		}
 		sem <- struct{}{}
-		i := uint32(c.n.Add(1) - 1)
+		i := uint32(c.n.Load())
+		if k := int(i) / chunkSize; c.chunks[k] == nil {
+			c.chunks[k] = make([]byte, chunkSize*c.stride)
+		}
+		c.n.Add(1)
 		wg.Go(func() {
 			defer func() { <-sem }()
 			ck, after, err := checkIn(c.ctx, c.client, c.url, "")
@@ -308,14 +315,14 @@ func (c *crowd) keep(i uint32, cookie string) error {
 	if name != c.name || len(value) > c.stride {
 		return fmt.Errorf("the ticket cookie %q (%d bytes) does not fit the generator's %d", name, len(value), c.stride)
 	}
-	copy(c.arena[int(i)*c.stride:], value)
+	copy(c.chunks[int(i)/chunkSize][int(i)%chunkSize*c.stride:], value)
 	c.lens[i] = uint16(len(value))
 	return nil
 }
 
 func (c *crowd) cookie(i uint32) string {
-	off := int(i) * c.stride
-	return c.name + "=" + string(c.arena[off:off+int(c.lens[i])])
+	off := int(i) % chunkSize * c.stride
+	return c.name + "=" + string(c.chunks[int(i)/chunkSize][off:off+int(c.lens[i])])
 }
 
 // schedule files waiter i for a check-in at at.
