@@ -2,6 +2,7 @@ package local
 
 import (
 	"encoding/binary"
+	"math/bits"
 )
 
 // recordShards is how many parts a room's records are kept in: expiry
@@ -10,16 +11,17 @@ const recordShards = 64
 
 // records holds a room's visitor records. A waiter's record (the bulk of a
 // long line) packs in 8 bytes next to its 8-byte visitor id, in
-// recordShards maps; the others (admitted visitors, times that do not
-// pack) are kept whole aside. A million waiters cost 17 to 38 MB, as the
-// maps grow.
+// recordShards open-addressed tables kept 68-85% full; the others
+// (admitted visitors, times that do not pack, the all-zero id) are kept
+// whole aside in a map. A million waiters cost about 20 MB.
 //
 // A record is forgotten in the sweep of its part after its keep has come:
 // at most recordShards seconds late, which only remembers a visitor a
 // little longer than asked.
 type records struct {
-	shards [recordShards]map[[8]byte]packed
+	shards [recordShards]table
 	whole  map[[8]byte]record
+	gone   []uint64 // a sweep's keys to delete, reused
 }
 
 // packed is a waiting record in 64 bits: its counted-at time in ms (bits
@@ -41,11 +43,7 @@ const (
 )
 
 func newRecords() *records {
-	rs := &records{whole: map[[8]byte]record{}}
-	for i := range rs.shards {
-		rs.shards[i] = map[[8]byte]packed{}
-	}
-	return rs
+	return &records{whole: map[[8]byte]record{}}
 }
 
 // shardOf spreads visitor ids over the parts whatever their bytes.
@@ -82,8 +80,15 @@ func (p packed) record() record {
 	return rc
 }
 
+func idKey(v [8]byte) uint64 { return binary.LittleEndian.Uint64(v[:]) }
+
+func keyID(k uint64) (v [8]byte) {
+	binary.LittleEndian.PutUint64(v[:], k)
+	return v
+}
+
 func (rs *records) get(v [8]byte) (record, bool) {
-	if p, ok := rs.shards[shardOf(v)][v]; ok {
+	if p, ok := rs.shards[shardOf(v)].get(idKey(v)); ok {
 		return p.record(), true
 	}
 	rc, ok := rs.whole[v]
@@ -91,25 +96,25 @@ func (rs *records) get(v [8]byte) (record, bool) {
 }
 
 func (rs *records) put(v [8]byte, rc record) {
-	sh := rs.shards[shardOf(v)]
-	if p, ok := pack(rc); ok {
-		sh[v] = p
+	t := &rs.shards[shardOf(v)]
+	if p, ok := pack(rc); ok && idKey(v) != 0 {
+		t.put(idKey(v), p)
 		delete(rs.whole, v)
 		return
 	}
-	delete(sh, v)
+	t.del(idKey(v))
 	rs.whole[v] = rc
 }
 
 func (rs *records) del(v [8]byte) {
-	delete(rs.shards[shardOf(v)], v)
+	rs.shards[shardOf(v)].del(idKey(v))
 	delete(rs.whole, v)
 }
 
 func (rs *records) len() int {
 	n := len(rs.whole)
-	for _, sh := range rs.shards {
-		n += len(sh)
+	for i := range rs.shards {
+		n += rs.shards[i].n
 	}
 	return n
 }
@@ -117,11 +122,17 @@ func (rs *records) len() int {
 // sweep forgets the records of part i whose keep is at or before now, and
 // on part 0's turn the whole ones too, calling gone for each.
 func (rs *records) sweep(i int, now int64, gone func([8]byte, record)) {
-	for v, p := range rs.shards[i] {
-		if rc := p.record(); rc.keep <= now {
-			delete(rs.shards[i], v)
-			gone(v, rc)
+	t := &rs.shards[i]
+	rs.gone = rs.gone[:0]
+	for j, k := range t.keys {
+		if k != 0 && t.vals[j].record().keep <= now {
+			rs.gone = append(rs.gone, k)
 		}
+	}
+	for _, k := range rs.gone {
+		p, _ := t.get(k)
+		t.del(k)
+		gone(keyID(k), p.record())
 	}
 	if i != 0 {
 		return
@@ -132,4 +143,105 @@ func (rs *records) sweep(i int, now int64, gone func([8]byte, record)) {
 			gone(v, rc)
 		}
 	}
+}
+
+// table is an open-addressed hash table of packed records by visitor id
+// (0: an empty slot), with linear probing and deletion by backward shift
+// (no tombstones). It grows by a quarter when 85% full, so it stays 68-85%
+// full: 19-24 bytes a record.
+type table struct {
+	keys []uint64
+	vals []packed
+	n    int
+}
+
+// home is k's first slot: its mixed bits scaled to the table's size.
+func (t *table) home(k uint64) int {
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	hi, _ := bits.Mul64(k, uint64(len(t.keys)))
+	return int(hi)
+}
+
+// find returns k's slot, or the empty slot where it would go; k is not 0.
+func (t *table) find(k uint64) (int, bool) {
+	for i := t.home(k); ; i++ {
+		if i == len(t.keys) {
+			i = 0
+		}
+		switch t.keys[i] {
+		case k:
+			return i, true
+		case 0:
+			return i, false
+		}
+	}
+}
+
+func (t *table) get(k uint64) (packed, bool) {
+	if k == 0 || t.n == 0 {
+		return 0, false
+	}
+	if i, ok := t.find(k); ok {
+		return t.vals[i], true
+	}
+	return 0, false
+}
+
+func (t *table) put(k uint64, p packed) {
+	if (t.n+1)*20 > len(t.keys)*17 {
+		t.grow()
+	}
+	i, ok := t.find(k)
+	if !ok {
+		t.keys[i] = k
+		t.n++
+	}
+	t.vals[i] = p
+}
+
+func (t *table) grow() {
+	old, oldv := t.keys, t.vals
+	size := max(16, len(old)+len(old)/4)
+	t.keys, t.vals = make([]uint64, size), make([]packed, size)
+	for j, k := range old {
+		if k != 0 {
+			i, _ := t.find(k)
+			t.keys[i], t.vals[i] = k, oldv[j]
+		}
+	}
+}
+
+// del removes k, shifting back the entries after it that would otherwise
+// no longer be found.
+func (t *table) del(k uint64) {
+	if k == 0 || t.n == 0 {
+		return
+	}
+	i, ok := t.find(k)
+	if !ok {
+		return
+	}
+	n := len(t.keys)
+	for j := i; ; {
+		j++
+		if j == n {
+			j = 0
+		}
+		if t.keys[j] == 0 {
+			break
+		}
+		// The entry at j may move to the hole at i unless its home lies
+		// cyclically in (i, j].
+		h := t.home(t.keys[j])
+		if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
+			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			i = j
+		}
+	}
+	t.keys[i], t.vals[i] = 0, 0
+	t.n--
 }
