@@ -140,6 +140,10 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Version: buildVersion().Version,
 			Invite:  n.invite,
 		})
+		// The dashboard's live streams end with the server, not at the
+		// shutdown timeout.
+		stopLive := context.AfterFunc(ctx, ah.Close)
+		defer stopLive()
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
 		})
