@@ -95,6 +95,12 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.top(ctx, rest)
 	case "analytics":
 		err = m.analytics(ctx, rest)
+	case "bench-target":
+		if os.Getenv(benchChildEnv) == "" {
+			fmt.Fprintf(m.Stderr, "usher: unknown command %q\n\n%s", cmd, usage)
+			return 2
+		}
+		err = m.benchTarget(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, buildVersion())
 	case "help", "-h", "--help":

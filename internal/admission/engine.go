@@ -36,6 +36,10 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// OnBreaker, when set, is called when the store's circuit breaker
+	// opens (open true, with the last store error: decisions apply the
+	// fail mode) and when it closes again. It must not block.
+	OnBreaker func(open bool, err error)
 	// Observer, when not nil, is told of arrivals, admissions and ended
 	// sessions (see Observation); never of an admitted visitor's request.
 	Observer Observer
@@ -68,6 +72,7 @@ func New(store usher.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
+	e.brk.onChange = opts.OnBreaker
 	if opts.CellSlack > 0 {
 		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
 	}
@@ -178,7 +183,16 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		return e.early(ctx, room.ID, tk, base, &sched, now)
 	}
 	counted := countedAfter(now, tk.CountedAt)
-	refresh := checkInAfter(s.RefreshInterval, tk.Jitter)
+	// The interval this check-in counts the waiter for, from the fewest
+	// waiters that can be ahead of it now (its ticket's last position less
+	// the room's most admissions since): its waiting cell expires Grace
+	// after it. A newcomer, whose place is not known yet, gets
+	// refresh_interval.
+	iv := s.RefreshInterval
+	if !fresh && adaptive(s) {
+		iv = interval(aheadAtLeast(&tk, s, now), s, &sched, now)
+	}
+	refresh := checkInAfter(iv, scaledJitter(tk.Jitter, iv, s.RefreshInterval))
 	next := now.Add(refresh)
 	admittedTk := tk
 	admittedTk.State = usher.Admitted
@@ -202,7 +216,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		SessionDuration:   s.SessionDuration,
 		Bucket:            tk.Bucket(),
 		From:              from,
-		WaitExp:           usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix(),
+		WaitExp:           usher.CeilSecond(next.Add(Grace(iv))).Unix(),
 		ActiveExp:         admittedTk.Cell,
 		// Nobody new goes in before the event starts.
 		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
@@ -289,6 +303,15 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			// as often, so a place freed for it waits half as long.
 			refresh = checkInAfter(s.RefreshInterval/2, tk.Jitter/2)
 			next = now.Add(refresh)
+		}
+	}
+	if iv > s.RefreshInterval {
+		// Fewer were ahead than the ticket alone could tell (leavers ahead
+		// stopped counting): never later than the place it has now allows.
+		if iv2 := interval(res.Ahead, s, &sched, now); iv2 < iv {
+			if r := checkInAfter(iv2, scaledJitter(tk.Jitter, iv2, s.RefreshInterval)); r < refresh {
+				refresh, next = r, now.Add(r)
+			}
 		}
 	}
 	tk.CountedAt = counted
@@ -408,8 +431,17 @@ func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResu
 // MaxAbsence is how long a waiter may stay away (not check in) and still
 // keep its place; after that its ticket counts as a new visitor's. Without
 // it, a ticket kept from an earlier queue (or an earlier event) would jump
-// to the front of a later one. The store remembers a visitor as long.
+// to the front of a later one. The store remembers a visitor as long. It is
+// at least 10 minutes, twice the longest check-in interval a room may give
+// (max_refresh_interval is at most 5 minutes).
 func MaxAbsence(refresh time.Duration) time.Duration { return max(10*time.Minute, 10*refresh) }
+
+// adaptive reports whether a room's waiters get check-in intervals that
+// grow with their place in line: FIFO rooms, not random ones (a random
+// room's waiter draws at each check-in; see docs/admission.md).
+func adaptive(s *usher.Settings) bool {
+	return s.QueueingMethod != usher.Random && MaxInterval(s) > s.RefreshInterval
+}
 
 // waiter returns the ticket a visitor waits with (its own while it is a
 // sane waiting ticket, else a new one arriving now, fresh) and the waiting

@@ -200,7 +200,7 @@ func (s *Store) Records(roomID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rooms[roomID]; r != nil {
-		return len(r.records)
+		return r.records.len()
 	}
 	return 0
 }

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"WaitersAheadByBucket", testWaitersAheadByBucket},
 		{"WaitingMoveCountsOnce", testWaitingMoveCountsOnce},
 		{"AbandonedWaitersExpire", testAbandonedWaitersExpire},
+		{"WaitersOfOwnIntervalsExpireEachInTurn", testOwnIntervals},
 		{"RenewMovesActivity", testRenewMovesActivity},
 		{"WaitingReplayChangesNothing", testWaitingReplay},
 		{"TicketAdmittedOnce", testAdmittedOnce},
@@ -256,6 +257,54 @@ func mustLapsed(t *testing.T, s usher.Store, room string, now time.Time) int64 {
 		t.Fatalf("Lapsed: %v", err)
 	}
 	return n
+}
+
+// testOwnIntervals: waiters given check-in intervals of different lengths
+// (a waiter far back checks in less often) are each counted in the cell
+// their own interval names, in cells seconds to minutes out, and each
+// stops counting when its own cell expires, checked in or not; a waiter
+// who checks in moves from its long cell to a short one once.
+func testOwnIntervals(t *testing.T, s usher.Store) {
+	full := op(T0, 1, 100)
+	full.ActiveExp = T0.Unix() + 10_000 // the one place stays taken
+	mustAdmit(t, s, "r", full)
+	windows := []int64{20, 60, 150, 400} // seconds each waiter's cell lasts
+	var ops []usher.AdmitOp
+	for i, w := range windows {
+		o := op(T0.Add(time.Duration(i+1)*time.Second), 1, 100)
+		o.WaitExp = T0.Unix() + int64(i+1) + w
+		mustAdmit(t, s, "r", o)
+		ops = append(ops, o)
+	}
+	last := op(T0.Add(10*time.Second), 1, 100)
+	last.WaitExp = T0.Unix() + 1000
+	mustAdmit(t, s, "r", last)
+	for i, o := range ops {
+		// A moment before its cell expires the waiter still counts; at the
+		// expiry it is gone.
+		before := time.Unix(o.WaitExp-1, 0)
+		last = checkIn(last, before)
+		last.WaitExp = T0.Unix() + 1000
+		if res := mustAdmit(t, s, "r", last); res.Ahead != int64(len(ops)-i) {
+			t.Fatalf("at %ds, before waiter %d's cell expires: %d ahead, want %d", o.WaitExp-1-T0.Unix(), i, res.Ahead, len(ops)-i)
+		}
+		at := time.Unix(o.WaitExp, 0)
+		if st := mustStats(t, s, "r", at); st.Waiting != int64(len(ops)-i) {
+			t.Fatalf("at %ds, waiter %d's cell expired: %d waiting, want %d", o.WaitExp-T0.Unix(), i, st.Waiting, len(ops)-i)
+		}
+	}
+	// A waiter with a long cell checks in and gets a short one: counted
+	// once, and gone when the short one expires.
+	far := op(T0.Add(500*time.Second), 1, 100)
+	far.WaitExp = T0.Unix() + 500 + 300
+	mustAdmit(t, s, "r", far)
+	near := checkIn(far, T0.Add(600*time.Second)) // WaitExp: +5 s
+	if res := mustAdmit(t, s, "r", near); res.Waiting != 2 {
+		t.Fatalf("after the far waiter's check-in: %d waiting, want 2 (it and the last)", res.Waiting)
+	}
+	if st := mustStats(t, s, "r", time.Unix(near.WaitExp, 0)); st.Waiting != 1 {
+		t.Fatalf("when its short cell expired: %d waiting, want 1", st.Waiting)
+	}
 }
 
 func testNoAdmitAndForce(t *testing.T, s usher.Store) {
