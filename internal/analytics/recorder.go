@@ -29,9 +29,13 @@ const (
 	fPeakWait   = "pw"
 	fPeakActive = "pa"
 	fLapsed     = "lap" // the store's Lapsed counter, the largest seen
-	pQueue      = "q"   // + bucket: time in queue, milliseconds
-	pOrigin     = "o"   // + bucket: time on origin, milliseconds
-	pETA        = "e"   // + bucket: announced wait error, percent
+	// fLapFirst is lapBase minus the step's first Lapsed sample, so that
+	// keeping the largest keeps the smallest sample: the count at the
+	// step's start, for a step with no step before it.
+	fLapFirst = "lapn"
+	pQueue    = "q" // + bucket: time in queue, milliseconds
+	pOrigin   = "o" // + bucket: time on origin, milliseconds
+	pETA      = "e" // + bucket: announced wait error, percent
 )
 
 // Sink is where a Recorder flushes (usher.Store).
@@ -66,6 +70,9 @@ type Options struct {
 	Metrics admission.Observer
 }
 
+// lapBase is what fLapFirst counts down from.
+const lapBase = 1 << 62
+
 // MaxPending bounds the minutes of one room a Recorder holds while its
 // flushes fail: older minutes are dropped (and logged), so memory stays
 // bounded when the store is down.
@@ -76,6 +83,7 @@ type minuteAgg struct {
 	arrivals, admissions, revoked, ended int64
 	sampled, lapSampled                  bool
 	peakWait, peakActive, lapsed         int64
+	lapFirst                             int64 // the first Lapsed sample
 	queue, origin, eta                   Hist
 }
 
@@ -180,6 +188,9 @@ func (r *Recorder) Sample(ctx context.Context) {
 			if n, err := r.opts.Lapsed(ctx, room, now); err == nil {
 				r.mu.Lock()
 				a := r.aggLocked(room, now)
+				if !a.lapSampled {
+					a.lapFirst = n
+				}
 				a.lapsed = max(a.lapsed, n)
 				a.lapSampled = true
 				r.mu.Unlock()
@@ -276,6 +287,9 @@ func (a *minuteAgg) merge(o *minuteAgg) {
 		a.peakActive = max(a.peakActive, o.peakActive)
 	}
 	if o.lapSampled {
+		if !a.lapSampled || o.lapFirst < a.lapFirst {
+			a.lapFirst = o.lapFirst
+		}
 		a.lapSampled = true
 		a.lapsed = max(a.lapsed, o.lapsed)
 	}
@@ -297,6 +311,7 @@ func (a *minuteAgg) delta(minute time.Time) usher.AnalyticsDelta {
 	}
 	if a.lapSampled {
 		d.Max[fLapsed] = a.lapsed
+		d.Max[fLapFirst] = lapBase - min(max(a.lapFirst, 0), lapBase)
 	}
 	for prefix, h := range map[string]*Hist{pQueue: &a.queue, pOrigin: &a.origin, pETA: &a.eta} {
 		h.Each(func(i int, n uint64) { d.Add[prefix+strconv.Itoa(i)] = int64(n) })

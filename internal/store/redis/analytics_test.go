@@ -113,7 +113,7 @@ func TestAnalyticsPointMemory(t *testing.T) {
 	for _, f := range []string{"arr", "adm", "rev", "end"} {
 		d.Add[f] = 1 << 40
 	}
-	for _, f := range []string{"pw", "pa", "lap"} {
+	for _, f := range []string{"pw", "pa", "lap", "lapn"} {
 		d.Max[f] = 1 << 40
 	}
 	for i := range analytics.Buckets {
