@@ -62,7 +62,7 @@ func (os Observers) Observe(room string, o Observation) {
 
 // The observe helpers build their Observation themselves and are kept out
 // of line: built in Decide, the values would grow its frame, which every
-// admitted request pays for (measured: about a tenth slower).
+// admitted request pays for (see docs/benchmarks.md).
 
 // observe tells the engine's observer, if any.
 //
