@@ -471,6 +471,12 @@ func TestE2EDashboardChromium(t *testing.T) {
 		t.Fatal("a read token's controls are not all disabled")
 	}
 
+	// On a phone's width nothing overflows sideways.
+	if err := chromedp.Do(rtab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, rtab, 5*time.Second, `document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
+
 	// No token in any URL; every request to the admin listener; the
 	// stream and the writes carry the token in the Authorization header.
 	var live, patch int
