@@ -164,14 +164,16 @@ func (w *streamWriter) String() string {
 // liveHandler is a handler over fixed rooms whose status counts its calls.
 func liveHandler(calls *atomic.Int64) *Handler {
 	rooms := []*usher.Room{{ID: "a", Settings: usher.Settings{TotalActiveUsers: 5, NewUsersPerMinute: 7}}, {ID: "b"}}
+	status := func(context.Context, *usher.Room, time.Time) (usher.RoomStats, error) {
+		calls.Add(1)
+		return usher.RoomStats{Active: 1}, nil
+	}
 	return New(Options{
-		Token:  writeToken,
-		Rooms:  func() []*usher.Room { return rooms },
-		Logger: slog.New(slog.DiscardHandler),
-		Status: func(context.Context, *usher.Room, time.Time) (usher.RoomStats, error) {
-			calls.Add(1)
-			return usher.RoomStats{Active: 1}, nil
-		},
+		Token:   writeToken,
+		Rooms:   func() []*usher.Room { return rooms },
+		Logger:  slog.New(slog.DiscardHandler),
+		Status:  status,
+		Metrics: NewMetrics(func() []*usher.Room { return nil }, nil),
 	})
 }
 
@@ -229,6 +231,9 @@ func TestLiveSlowClientDropped(t *testing.T) {
 		// Two rooms, read once per snapshot, not once per subscriber.
 		if c := calls.Load(); c != 2*int64(ticks+1) {
 			t.Fatalf("%d status calls for %d snapshots of 2 rooms", c, ticks+1)
+		}
+		if got := liveMetrics(t, h); got != "usher_live_dropped_total 1 usher_live_subscribers 1" {
+			t.Fatalf("metrics: %s", got)
 		}
 		close(slow.gate) // the client reads again: its stream ends
 		<-done
@@ -314,4 +319,21 @@ func TestLiveRoomError(t *testing.T) {
 	if b := snap.Rooms[1]; b.Error != "" || b.Waiting != 9 {
 		t.Fatalf("room b: %+v", b)
 	}
+}
+
+// liveMetrics returns the live stream's metrics from the handler's
+// /metrics, as "name value" pairs.
+func liveMetrics(t *testing.T, h *Handler) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+writeToken)
+	h.ServeHTTP(rec, req)
+	var out []string
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(line, "usher_live_") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, " ")
 }
