@@ -154,6 +154,10 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Changed: n.events.changed,
 			Events:  n.events.bus,
 		})
+		// The dashboard's live streams end with the server, not at the
+		// shutdown timeout.
+		stopLive := context.AfterFunc(ctx, ah.Close)
+		defer stopLive()
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
 		})

@@ -83,6 +83,7 @@ type Handler struct {
 	invite  InviteFunc
 	changed func(AuditEntry)
 	events  *notify.Bus
+	live    *liveHub
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -116,6 +117,8 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("GET /v1/rooms/{id}/status", h.serveRoomStatus)
 	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
 	h.routeAPI(mux)
+	h.routeDashboard(mux)
+	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
 	}
@@ -123,11 +126,12 @@ func New(opts Options) *Handler {
 	return h
 }
 
-// ServeHTTP checks the bearer token (except for GET /healthz) and routes the
+// ServeHTTP checks the bearer token (except for GET /healthz and the
+// dashboard's page and files) and routes the
 // request. Unknown paths and wrong methods get JSON errors.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
-	if pattern != healthzPattern {
+	if !public(pattern) {
 		tok, msg := h.authorize(r)
 		if tok == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")
