@@ -409,3 +409,5 @@ func TestPublishChecks(t *testing.T) {
 		t.Errorf("published %+v", got)
 	}
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
