@@ -215,17 +215,6 @@ func (c *Config) readWebhookSecrets(dir string) report {
 	return r
 }
 
-// RoomWebhooks returns the webhooks of the room with id.
-func (c *Config) RoomWebhooks(id string) []Webhook {
-	var out []Webhook
-	for _, w := range c.Webhooks {
-		if w.Room == id {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // WebhookTarget shows a webhook's URL without what may be secret in it
 // (user info, path, query): scheme and host.
 func WebhookTarget(raw string) string {
