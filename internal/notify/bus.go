@@ -109,7 +109,9 @@ type Bus struct {
 	hooks  map[string]*webhook // by room + "\x00" + name
 	subs   map[*subscriber]struct{}
 	closed bool
-	snap   atomic.Pointer[snapshot]
+	// noStreams refuses new streams (EndStreams).
+	noStreams bool
+	snap      atomic.Pointer[snapshot]
 
 	published      atomic.Int64
 	streamDropped  atomic.Int64
@@ -360,6 +362,47 @@ func safeID(id string) bool {
 	}
 	for _, c := range []byte(id) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// EndStreams ends every open event stream (usher is stopping: the admin
+// listener's graceful shutdown would otherwise wait for them); new ones
+// are refused. Webhooks go on.
+func (b *Bus) EndStreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noStreams = true
+	for sub := range b.subs {
+		sub.end()
+	}
+	clear(b.subs)
+	b.refresh()
+}
+
+// Drain waits until every webhook's queue is empty and nothing is being
+// delivered, or ctx ends, then closes the bus: events published just
+// before usher stops still go out when their receivers answer at once.
+func (b *Bus) Drain(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !b.idle() {
+		select {
+		case <-ctx.Done():
+			b.Close()
+			return
+		case <-tick.C:
+		}
+	}
+	b.Close()
+}
+
+// idle reports whether no webhook has an event queued or in delivery.
+func (b *Bus) idle() bool {
+	for _, h := range b.snap.Load().hooks {
+		if h.pending.Load() > 0 {
 			return false
 		}
 	}

@@ -80,7 +80,7 @@ func (s *subscriber) end() { s.once.Do(func() { close(s.gone) }) }
 func (b *Bus) subscribe(s *subscriber) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed || b.noStreams {
 		return fmt.Errorf("usher is stopping")
 	}
 	if len(b.subs) >= MaxSubscribers {
