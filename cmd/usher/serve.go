@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
@@ -149,16 +150,17 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	}
 	if adm != nil {
 		ah := admin.New(admin.Options{
-			Tokens:  adminTokens(cfg),
-			Layers:  layers,
-			Rooms:   st.rooms,
-			Status:  engine.Status,
-			Metrics: metrics,
-			Logger:  log,
-			Version: buildVersion().Version,
-			Invite:  n.invite,
-			Changed: n.events.changed,
-			Events:  n.events.bus,
+			Tokens:    adminTokens(cfg),
+			Layers:    layers,
+			Rooms:     st.rooms,
+			Status:    engine.Status,
+			Metrics:   metrics,
+			Logger:    log,
+			Version:   buildVersion().Version,
+			Invite:    n.invite,
+			Changed:   n.events.changed,
+			Events:    n.events.bus,
+			Analytics: store,
 		})
 		// The dashboard's live streams end with the server, not at the
 		// shutdown timeout.
@@ -197,6 +199,7 @@ type node struct {
 	metrics   *admin.Metrics
 	events    *events
 	decider   *decider
+	recorder  *analytics.Recorder
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -210,9 +213,20 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	}
 	ev := newEvents(log)
 	opts.OnBreaker = ev.onBreaker(opts.FailOpen)
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
+	n := &node{store: store, ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
+	n.metrics = admin.NewMetrics(n.st.rooms, func(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {
+		return n.engine.Status(ctx, room, now)
+	})
+	// The engine's observations make the metrics' per-visitor counters and
+	// the analytics the node flushes to the store.
+	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
+	if opts.Observer != nil {
+		opts.Observer = admission.Observers{opts.Observer, n.recorder}
+	} else {
+		opts.Observer = n.recorder
+	}
+	n.engine = admission.New(store, opts)
 	n.decider = &decider{Engine: n.engine, ev: ev}
-	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
 	ev.bus.Register(n.metrics.Registry())
 	if err := n.apply(cfg); err != nil {
@@ -311,6 +325,7 @@ func (n *node) invite(room string, uses int, expires time.Time, mode usher.Invit
 // background runs the node's background work until ctx ends: on a shared
 // store, keeping the key ring there.
 func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
+	wg.Go(func() { n.recorder.Run(ctx, analyticsFlush) })
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
@@ -323,6 +338,10 @@ func collect(errs <-chan error) []error {
 	}
 	return out
 }
+
+// analyticsFlush is how often a node samples its rooms' counters and
+// flushes its analytics to the store.
+const analyticsFlush = 5 * time.Second
 
 // clockSlack is how long sessions' counts outlive them on a shared store:
 // the clock difference tolerated between nodes. The store's recovery

@@ -19,6 +19,7 @@ import (
 func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/status", h.serveStatus)
 	mux.HandleFunc("GET /api/v1/rooms/{id}/status", h.serveRoomStatus)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/analytics", h.serveAnalytics)
 	mux.HandleFunc("POST /api/v1/rooms/{id}/invites", h.serveNewInvite)
 	if h.events != nil {
 		mux.Handle("GET /api/v1/stream", h.events.StreamHandler(h.roomExists, func(w http.ResponseWriter, e *notify.StreamError) {

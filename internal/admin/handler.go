@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/notify"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// Events, when set, serves GET /api/v1/stream: the event stream
 	// (server-sent events) of the bus.
 	Events *notify.Bus
+	// Analytics reads the rooms' analytics (the store; nil: GET
+	// /api/v1/rooms/{id}/analytics answers 503).
+	Analytics analytics.Reader
 }
 
 // Token is a named admin bearer token.
@@ -72,18 +76,19 @@ const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
-	mux     *http.ServeMux
-	tokens  []tokenHash
-	layers  *Layers
-	rooms   func() []*usher.Room
-	status  StatusFunc
-	logger  *slog.Logger
-	now     func() time.Time
-	version string
-	invite  InviteFunc
-	changed func(AuditEntry)
-	events  *notify.Bus
-	live    *liveHub
+	mux       *http.ServeMux
+	tokens    []tokenHash
+	layers    *Layers
+	rooms     func() []*usher.Room
+	status    StatusFunc
+	logger    *slog.Logger
+	now       func() time.Time
+	version   string
+	invite    InviteFunc
+	live      *liveHub
+	changed   func(AuditEntry)
+	events    *notify.Bus
+	analytics analytics.Reader
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -91,16 +96,17 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		tokens:  hashTokens(opts.Token, opts.Tokens),
-		layers:  opts.Layers,
-		rooms:   opts.Rooms,
-		status:  opts.Status,
-		logger:  opts.Logger,
-		now:     opts.Now,
-		version: opts.Version,
-		invite:  opts.Invite,
-		changed: opts.Changed,
-		events:  opts.Events,
+		tokens:    hashTokens(opts.Token, opts.Tokens),
+		layers:    opts.Layers,
+		rooms:     opts.Rooms,
+		status:    opts.Status,
+		logger:    opts.Logger,
+		now:       opts.Now,
+		version:   opts.Version,
+		invite:    opts.Invite,
+		changed:   opts.Changed,
+		events:    opts.Events,
+		analytics: opts.Analytics,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }

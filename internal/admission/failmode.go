@@ -100,7 +100,7 @@ func (e *Engine) StoreErrors() int64 { return e.brk.storeErrors.Load() }
 // visitor waiting with its place (a waiter's ticket is unchanged; a new
 // visitor's is issued with its arrival, so that it keeps it) and no
 // position shown, since none is known.
-func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *usher.Settings, now time.Time) usher.Decision {
+func (e *Engine) failDecision(room string, d usher.Decision, tk usher.Ticket, fresh bool, s *usher.Settings, now time.Time) usher.Decision {
 	e.brk.failModeDecisions.Add(1)
 	d.Degraded = true
 	counted := countedAfter(now, tk.CountedAt)
@@ -114,6 +114,11 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *
 		tk.DrewAt = time.Time{}
 		tk.Back = false
 		tk.Joining = false
+		if fresh {
+			e.observe(room, Observation{What: Arrived, At: now})
+		}
+		e.observeAdmitted(room, &tk, now)
+		tk.Announced = time.Time{}
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = tk
@@ -123,6 +128,7 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *
 	d.Outcome = usher.Wait
 	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
 	if fresh {
+		e.observe(room, Observation{What: Arrived, At: now})
 		tk.CountedAt = counted
 		tk.NextCheckIn = now.Add(d.RefreshAfter)
 	}

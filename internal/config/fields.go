@@ -148,6 +148,7 @@ func (d *decoder) roomFields(r *usher.Room) map[string]field {
 		"custom_page_html":          d.page(&s.CustomPageHTML),
 		"default_template_language": d.text(&s.DefaultTemplateLanguage),
 		"refresh_interval":          d.duration(&s.RefreshInterval),
+		"max_refresh_interval":      d.duration(&s.MaxRefreshInterval),
 		"client_limit":              d.clientLimit(&s.ClientLimit),
 		"proof_of_work":             d.proofOfWork(&s.ProofOfWork),
 		"ticket_binding": func(n *yaml.Node, at loc) {
