@@ -67,7 +67,9 @@ type Store struct {
 
 	rt runtimeDoc // the runtime document and the audit log (runtime.go)
 
-	analytics map[string]memAnalytics // by room, without a file (analytics.go)
+	analytics      map[string]memAnalytics // by room, without a file (analytics.go)
+	analyticsMu    sync.Mutex              // guards analyticsSwept
+	analyticsSwept time.Time               // when every room's points were last pruned
 }
 
 // span is a half-open time span [From, To).
