@@ -62,3 +62,21 @@ type Autopilot struct {
 	// error (zero: 2s).
 	ProbeTimeout time.Duration
 }
+
+// Health is a room's origin responses in one second, counted by one node
+// or summed over all: how many, how many failed (5xx, timeout), and their
+// latencies in the fixed buckets of internal/autopilot.
+type Health struct {
+	Count, Errors int64
+	Buckets       []int64
+}
+
+// GovernorFigure is a room's effective limits as its autopilot last set
+// them, shared by every node. Version counts the changes (0: none yet).
+type GovernorFigure struct {
+	Version     int64
+	Rate        int
+	Concurrency int
+	At          time.Time
+	Reason      string
+}
