@@ -30,9 +30,11 @@ type Autopilot struct {
 	// (zero: 99).
 	Percentile int
 	// Sigma: the origin is degraded when the latency exceeds the learned
-	// baseline's mean by Sigma standard deviations (zero: 3)...
+	// baseline (the median of its samples) by Sigma standard deviations
+	// (estimated robustly, 1.4826 x the median absolute deviation; zero:
+	// 3)...
 	Sigma float64
-	// Factor: ...and Factor times the mean (zero: 1.5), whichever is
+	// Factor: ...and Factor times the baseline (zero: 1.5), whichever is
 	// higher.
 	Factor float64
 	// LatencyTarget, when positive, is an absolute latency above which the

@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
@@ -131,14 +132,15 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	}
 	if adm != nil {
 		ah := admin.New(admin.Options{
-			Tokens:  adminTokens(cfg),
-			Layers:  layers,
-			Rooms:   st.rooms,
-			Status:  engine.Status,
-			Metrics: metrics,
-			Logger:  log,
-			Version: buildVersion().Version,
-			Invite:  n.invite,
+			Tokens:    adminTokens(cfg),
+			Layers:    layers,
+			Rooms:     st.rooms,
+			Status:    engine.Status,
+			Metrics:   metrics,
+			Logger:    log,
+			Version:   buildVersion().Version,
+			Invite:    n.invite,
+			Autopilot: n.pilot.State,
 		})
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
@@ -170,6 +172,7 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	pilot     *autopilot.Pilot
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -181,9 +184,17 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
+	pilot := &autopilot.Pilot{Logger: log}
+	if sh, ok := store.(autopilot.Shared); ok {
+		// The nodes on one store pool their samples and share one figure.
+		pilot.Shared = sh
+	}
+	opts.Limiter = pilot
+	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log, pilot: pilot}
+	pilot.Status = n.engine.Status
 	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
 	registerEngineMetrics(n.metrics, n.engine)
+	pilot.OnChange = registerAutopilotMetrics(n.metrics, pilot)
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
@@ -236,7 +247,9 @@ func (n *node) apply(cfg *config.Config) error {
 		}
 		tokens = &gate.Tokens{Signer: signer, Header: at.Header}
 	}
+	n.pilot.SetRooms(rooms, nowFunc())
 	g, err := gate.New(gate.Options{
+		Health:        n.pilot.Recorder,
 		PoW:           pow,
 		Spent:         n.store,
 		Invites:       invites,
@@ -282,6 +295,7 @@ func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.C
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
+	wg.Go(func() { n.pilot.Run(ctx) })
 }
 
 func collect(errs <-chan error) []error {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/autopilot"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -47,6 +48,9 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Autopilot returns the state of a room's autopilot, if it governs the
+	// room (nil: none does).
+	Autopilot func(room string) (autopilot.State, bool)
 }
 
 // Token is a named admin bearer token.
@@ -73,6 +77,7 @@ type Handler struct {
 	now     func() time.Time
 	version string
 	invite  InviteFunc
+	pilot   func(room string) (autopilot.State, bool)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -88,6 +93,7 @@ func New(opts Options) *Handler {
 		now:     opts.Now,
 		version: opts.Version,
 		invite:  opts.Invite,
+		pilot:   opts.Autopilot,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }

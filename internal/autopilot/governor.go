@@ -10,6 +10,7 @@ package autopilot
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,8 +153,9 @@ type State struct {
 	Rate, Concurrency int
 	// Learning is true until the baseline is learned.
 	Learning bool
-	// Baseline and Threshold are the learned mean latency and the
-	// latency above which the origin counts as degraded.
+	// Baseline and Threshold are the learned latency (the median of the
+	// baseline samples) and the latency above which the origin counts as
+	// degraded.
 	Baseline, Threshold time.Duration
 	// Degraded reports that the last sample was degraded.
 	Degraded bool
@@ -175,15 +177,18 @@ type Governor struct {
 	mu     sync.Mutex
 	p      Params
 	rr, cr Range
-	// baseline learning: Welford's running mean and variance
-	n          int
-	mean, m2   float64 // seconds
-	bad, good  int     // degraded and healthy samples in a row
-	lastBad    int     // rate at the last decrease (0: none)
-	lastBadC   int
-	changes    []time.Time // within the last minute
-	state      State
-	configured bool
+	// baseline learning: the samples' latencies until BaselineSamples are
+	// in, then their median (mean) and scaled median absolute deviation
+	// (spread), robust to the odd slow second of a busy machine
+	n            int
+	learned      []float64 // seconds
+	mean, spread float64   // seconds
+	bad, good    int       // degraded and healthy samples in a row
+	lastBad      int       // rate at the last decrease (0: none)
+	lastBadC     int
+	changes      []time.Time // within the last minute
+	state        State
+	configured   bool
 }
 
 // New returns a governor for settings s, its figures at s's configured
@@ -257,11 +262,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // baseline: the mean plus Sigma deviations, and at least Factor times the
 // mean.
 func (g *Governor) threshold() time.Duration {
-	sd := 0.0
-	if g.n > 1 {
-		sd = math.Sqrt(g.m2 / float64(g.n-1))
-	}
-	return seconds(max(g.mean+g.p.Sigma*sd, g.mean*g.p.Factor))
+	return seconds(max(g.mean+g.p.Sigma*g.spread, g.mean*g.p.Factor))
 }
 
 // Observe takes one second's sample and returns the change it makes, if
@@ -337,11 +338,30 @@ func (g *Governor) healthyBelow() time.Duration {
 }
 
 func (g *Governor) learn(l time.Duration) {
-	x := l.Seconds()
+	g.learned = append(g.learned, l.Seconds())
 	g.n++
-	d := x - g.mean
-	g.mean += d / float64(g.n)
-	g.m2 += d * (x - g.mean)
+	if g.n < g.p.BaselineSamples {
+		return
+	}
+	g.mean = median(g.learned)
+	dev := make([]float64, len(g.learned))
+	for i, x := range g.learned {
+		dev[i] = math.Abs(x - g.mean)
+	}
+	// 1.4826 x the MAD estimates the standard deviation of a normal
+	// distribution, so that Sigma keeps its usual meaning.
+	g.spread = 1.4826 * median(dev)
+	g.learned = nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // allowed reports whether a change at now stays within the cap on changes

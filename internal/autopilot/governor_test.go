@@ -302,3 +302,19 @@ func TestClosedLoop(t *testing.T) {
 		t.Errorf("rate settled at %d, want near the capacity of 300", r)
 	}
 }
+
+// TestBaselineIgnoresOutliers: a few slow seconds while the baseline is
+// learned (a busy machine, a cold cache) do not raise the threshold.
+func TestBaselineIgnoresOutliers(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{}))
+	f := &feeder{t: t, g: g}
+	f.learn(DefaultBaselineSamples-3, rand.New(rand.NewPCG(9, 9)))
+	for range 3 {
+		f.feed(900*time.Millisecond, 100, 0, false)
+	}
+	st := g.State()
+	if st.Learning || st.Baseline > 110*time.Millisecond || st.Threshold > 170*time.Millisecond {
+		t.Fatalf("baseline %v, threshold %v after 3 slow seconds of %d; want about 100ms and 150ms",
+			st.Baseline, st.Threshold, DefaultBaselineSamples)
+	}
+}

@@ -336,3 +336,13 @@ func (p *Pilot) probe(ctx context.Context, rec *Recorder, a usher.Autopilot) {
 		rec.Record(d, failed)
 	}
 }
+
+// States returns the state of every governed room, by room id.
+func (p *Pilot) States() map[string]State {
+	m := p.load()
+	out := make(map[string]State, len(m))
+	for id, e := range m {
+		out[id] = e.gov.State()
+	}
+	return out
+}
