@@ -34,7 +34,7 @@ type Autopilot struct {
 	// (estimated robustly, 1.4826 x the median absolute deviation; zero:
 	// 3)...
 	Sigma float64
-	// Factor: ...and Factor times the baseline (zero: 1.5), whichever is
+	// Factor: ...and Factor times the baseline (zero: 1.3), whichever is
 	// higher.
 	Factor float64
 	// LatencyTarget, when positive, is an absolute latency above which the

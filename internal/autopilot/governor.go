@@ -22,7 +22,7 @@ import (
 const (
 	DefaultPercentile          = 99
 	DefaultSigma               = 3.0
-	DefaultFactor              = 1.5
+	DefaultFactor              = 1.3
 	DefaultErrorTarget         = 0.01
 	DefaultBaselineSamples     = 20
 	DefaultDecrease            = 0.5
@@ -189,10 +189,14 @@ type Governor struct {
 	changes      []time.Time // within the last minute
 	state        State
 	configured   bool
+	primed       bool
 }
 
-// New returns a governor for settings s, its figures at s's configured
-// limits clamped to its bounds.
+// New returns a governor for settings s. Its figures start at the floor
+// and, at the first sample, rise to what the room has in use (clamped to
+// the bounds): a governor that starts while the room runs takes over its
+// pace, and one that starts before a flash crowd lets it in from the floor
+// up, in steps, rather than all at once. See Observe.
 func New(s *usher.Settings) *Governor {
 	g := &Governor{}
 	g.Configure(s)
@@ -210,9 +214,11 @@ func (g *Governor) Configure(s *usher.Settings) {
 	g.rr, g.cr = Bounds(s)
 	g.governConc.Store(g.p.Concurrency)
 	if !g.configured {
+		// Slow start: from the floor until the first sample says what is
+		// in use (see prime).
 		g.configured = true
-		g.rate.Store(int64(g.rr.Clamp(s.NewUsersPerMinute)))
-		g.conc.Store(int64(g.cr.Clamp(s.TotalActiveUsers)))
+		g.rate.Store(int64(g.rr.Min))
+		g.conc.Store(int64(g.cr.Min))
 	} else {
 		g.rate.Store(int64(g.rr.Clamp(int(g.rate.Load()))))
 		g.conc.Store(int64(g.cr.Clamp(int(g.conc.Load()))))
@@ -275,6 +281,11 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 		errRate = float64(s.Errors) / float64(s.Count)
 	}
 	g.state.Latency, g.state.ErrorRate = s.Latency, errRate
+	if !g.primed {
+		g.primed = true
+		g.rate.Store(int64(g.rr.Clamp(int(s.AdmittedLastMinute))))
+		g.conc.Store(int64(g.cr.Clamp(int(s.Active))))
+	}
 	if s.Count == 0 {
 		// No traffic: nothing to learn, nothing to judge; a streak ends.
 		g.bad, g.good = 0, 0
@@ -393,6 +404,12 @@ func (g *Governor) record(c Change) Change {
 
 func (g *Governor) decrease(s Sample, reason string) (Change, bool) {
 	rate, conc := int(g.rate.Load()), int(g.conc.Load())
+	// A cut of the concurrency bites only as the sessions in use end:
+	// while they are still above it, another cut would only undershoot
+	// later. (A cut of the rate bites at once: it is the inflow.)
+	if g.p.Concurrency && int(s.Active) > conc {
+		return Change{}, false
+	}
 	c := Change{At: s.At, Direction: "down", Reason: reason, FromRate: rate, FromConc: conc, ToRate: rate, ToConc: conc}
 	from := rate
 	if u := int(s.AdmittedLastMinute); u > 0 && u < from {
@@ -421,10 +438,10 @@ func (g *Governor) decrease(s Sample, reason string) (Change, bool) {
 func (g *Governor) increase(s Sample) (Change, bool) {
 	rate, conc := int(g.rate.Load()), int(g.conc.Load())
 	c := Change{At: s.At, Direction: "up", Reason: ReasonRecovered, FromRate: rate, FromConc: conc}
-	c.ToRate = g.rr.Clamp(g.step(rate, g.lastBad, g.rr.Max))
+	c.ToRate = g.rr.Clamp(max(rate, min(g.step(rate, g.lastBad, g.rr.Max), inUseCap(s.AdmittedLastMinute))))
 	c.ToConc = conc
 	if g.p.Concurrency {
-		c.ToConc = g.cr.Clamp(g.step(conc, g.lastBadC, g.cr.Max))
+		c.ToConc = g.cr.Clamp(max(conc, min(g.step(conc, g.lastBadC, g.cr.Max), inUseCap(s.Active))))
 	}
 	if c.ToRate == rate && c.ToConc == conc {
 		return Change{}, false // at the ceiling
@@ -434,17 +451,30 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	return c, true
 }
 
+// MaxStep is the most one step up adds to a figure: a quarter of it. A
+// step comes at most every minute / max_changes_per_minute, so that the
+// load it adds is seen before the next.
+const MaxStep = 0.15
+
 // step is the next figure up from v: a Recover share of the gap to the
-// figure that last degraded the origin; with none, a Recover share of the
-// gap to the ceiling; past it, the same but at most a tenth of v more, so
-// that the governor probes carefully beyond what it knows hurt.
+// figure that last degraded the origin; with none, or past it, a Recover
+// share of the gap to the ceiling; at most MaxStep of v more (past the
+// figure that hurt, a tenth), so that the governor probes carefully.
 func (g *Governor) step(v, bad, ceiling int) int {
+	limit := max(int(float64(v)*MaxStep), 1)
 	if bad > v+1 {
-		return v + max(int(math.Ceil(g.p.Recover*float64(bad-v))), 1)
+		return v + min(max(int(math.Ceil(g.p.Recover*float64(bad-v))), 1), limit)
 	}
 	up := int(math.Ceil(g.p.Recover * float64(ceiling-v)))
 	if bad > 0 {
-		up = min(up, max(v/10, 1))
+		limit = max(v/10, 1)
 	}
-	return v + max(up, 0)
+	return v + max(min(up, limit), 0)
+}
+
+// inUseCap is the most a figure may be raised to: a step above what is in
+// use, so that a limit the room does not reach is not raised (and a burst
+// cannot later take it all at once).
+func inUseCap(inUse int64) int {
+	return int(float64(inUse)*(1+MaxStep)) + 1
 }

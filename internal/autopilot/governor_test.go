@@ -15,17 +15,25 @@ func settings(rate, conc int, a usher.Autopilot) *usher.Settings {
 	return &usher.Settings{NewUsersPerMinute: rate, TotalActiveUsers: conc, Autopilot: a}
 }
 
-// feeder feeds a governor one sample a simulated second.
+// feeder feeds a governor one sample a simulated second, from a room
+// that uses its limits to the full: its first sample finds the ceilings
+// in use (unless fromFloor: the floors), each later one the governor's
+// figures.
 type feeder struct {
-	t   *testing.T
-	g   *Governor
-	sec int
-	log []Change
+	t         *testing.T
+	g         *Governor
+	sec       int
+	log       []Change
+	fromFloor bool
 }
 
 func (f *feeder) feed(lat time.Duration, count, errs int64, waiting bool) (Change, bool) {
 	f.t.Helper()
-	s := Sample{At: t0.Add(time.Duration(f.sec) * time.Second), Count: count, Errors: errs, Latency: lat, Waiting: waiting}
+	s := Sample{At: t0.Add(time.Duration(f.sec) * time.Second), Count: count, Errors: errs, Latency: lat, Waiting: waiting,
+		Active: f.g.conc.Load(), AdmittedLastMinute: f.g.rate.Load()}
+	if f.sec == 0 && !f.fromFloor {
+		s.Active, s.AdmittedLastMinute = int64(f.g.cr.Max), int64(f.g.rr.Max)
+	}
 	f.sec++
 	c, ok := f.g.Observe(s)
 	if ok {
@@ -64,14 +72,53 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-func TestStartsAtConfiguredLimits(t *testing.T) {
+// TestSlowStart: a governor starts at the floor and takes over, at its
+// first sample, what the room has in use, within the bounds.
+func TestSlowStart(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true, MaxNewUsersPerMinute: 1800}))
-	if r, c := g.Limits(); r != 600 || c != 1000 {
-		t.Errorf("Limits = %d, %d; want the configured 600, 1000", r, c)
+	if r, c := g.Limits(); r != 60 || c != 100 {
+		t.Errorf("Limits = %d, %d; want the floors 60, 100", r, c)
+	}
+	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 300})
+	if r, c := g.Limits(); r != 300 || c != 400 {
+		t.Errorf("Limits after a first sample = %d, %d; want what is in use, 300 and 400", r, c)
 	}
 	g = New(settings(600, 1000, usher.Autopilot{}))
+	g.Observe(Sample{At: t0, Active: 5000, AdmittedLastMinute: 5000})
 	if r, c := g.Limits(); r != 600 || c != 0 {
-		t.Errorf("Limits without concurrency = %d, %d; want 600, 0 (not governed)", r, c)
+		t.Errorf("Limits without concurrency = %d, %d; want the ceiling 600, 0 (not governed)", r, c)
+	}
+}
+
+// TestRisesInSteps: from the floor, with a line waiting and a healthy
+// origin, the figures rise by at most a quarter a step, a step at most
+// every minute / max_changes_per_minute, and never far above what is in
+// use.
+func TestRisesInSteps(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	for range 600 {
+		f.feed(100*time.Millisecond, 100, 0, true)
+	}
+	if r, c := g.Limits(); r != 600 || c != 1000 {
+		t.Fatalf("after 10 minutes: %d, %d; want 600, 1000", r, c)
+	}
+	for i, c := range f.log {
+		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+MaxStep)+1 {
+			t.Fatalf("change %d: %+v, want up by at most a quarter", i, c)
+		}
+		if i > 0 && c.At.Sub(f.log[i-1].At) < time.Minute/DefaultMaxChangesPerMinute {
+			t.Fatalf("changes %d and %d %v apart", i-1, i, c.At.Sub(f.log[i-1].At))
+		}
+	}
+	// A limit the room does not reach is not raised.
+	g = New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
+	for i := range 600 {
+		g.Observe(Sample{At: t0.Add(time.Duration(i) * time.Second), Count: 100, Latency: 100 * time.Millisecond,
+			Waiting: true, Active: 150, AdmittedLastMinute: 300})
+	}
+	if _, c := g.Limits(); c > 190 {
+		t.Errorf("concurrency raised to %d with 150 in use", c)
 	}
 }
 
@@ -87,8 +134,8 @@ func TestLowersWithinSeconds(t *testing.T) {
 	if st.Learning || st.Baseline < 95*time.Millisecond || st.Baseline > 105*time.Millisecond {
 		t.Fatalf("after %d samples: learning %v, baseline %v; want learned about 100ms", DefaultBaselineSamples, st.Learning, st.Baseline)
 	}
-	if d := st.Threshold - st.Baseline*3/2; d < -time.Millisecond || d > time.Millisecond {
-		t.Fatalf("threshold %v, want 1.5 x the baseline (3 sigma of a narrow baseline is below it)", st.Threshold)
+	if d := st.Threshold - time.Duration(float64(st.Baseline)*DefaultFactor); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("threshold %v, want %v x the baseline (3 sigma of a narrow baseline is below it)", st.Threshold, DefaultFactor)
 	}
 	var when int
 	for i := 1; i <= 10; i++ {
@@ -313,8 +360,8 @@ func TestBaselineIgnoresOutliers(t *testing.T) {
 		f.feed(900*time.Millisecond, 100, 0, false)
 	}
 	st := g.State()
-	if st.Learning || st.Baseline > 110*time.Millisecond || st.Threshold > 170*time.Millisecond {
-		t.Fatalf("baseline %v, threshold %v after 3 slow seconds of %d; want about 100ms and 150ms",
+	if st.Learning || st.Baseline > 110*time.Millisecond || st.Threshold > 150*time.Millisecond {
+		t.Fatalf("baseline %v, threshold %v after 3 slow seconds of %d; want about 100ms and 130ms",
 			st.Baseline, st.Threshold, DefaultBaselineSamples)
 	}
 }

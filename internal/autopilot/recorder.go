@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Buckets is the number of latency buckets of a Recorder: four a power of
-// two of microseconds (each about 20 % wide), from 1 us to 67 s.
-const Buckets = 108
+// Buckets is the number of latency buckets of a Recorder: eight a power
+// of two of microseconds (each at most 12.5 % wide), from 1 us to 67 s.
+const Buckets = 27 * 8
 
 // Recorder counts an origin's responses (or probes), their failures and
 // their latencies in fixed buckets: cumulative atomic counters, so that
@@ -88,21 +88,21 @@ func (s *Snapshot) Percentile(p float64) time.Duration {
 // bucketOf returns the bucket of d.
 func bucketOf(d time.Duration) int {
 	us := uint64(max(d.Microseconds(), 0))
-	if us < 4 {
+	if us < 8 {
 		return int(us)
 	}
 	n := bits.Len64(us)
 	if n > 27 {
 		return Buckets - 1
 	}
-	return (n-1)*4 + int((us>>(n-3))&3)
+	return (n-1)*8 + int((us>>(n-4))&7)
 }
 
 // bucketUpper returns the upper bound of bucket i.
 func bucketUpper(i int) time.Duration {
-	if i < 8 { // 4..7 are unused: 4 to 7 us fall in 8..11
+	if i < 24 { // 8..23 are unused: 8 to 15 us fall in 24..31
 		return time.Duration(i+1) * time.Microsecond
 	}
-	n, sub := i/4+1, i%4
-	return time.Duration(uint64(5+sub)<<(n-3)) * time.Microsecond
+	n, sub := i/8+1, i%8
+	return time.Duration(uint64(9+sub)<<(n-4)) * time.Microsecond
 }

@@ -18,7 +18,7 @@ import (
 func (d *decoder) autopilot(dst *usher.Autopilot) field {
 	return func(n *yaml.Node, at loc) {
 		*dst = usher.Autopilot{
-			Enabled: true, Percentile: 99, Sigma: 3, Factor: 1.5, ErrorTarget: 0.01, BaselineSamples: 20,
+			Enabled: true, Percentile: 99, Sigma: 3, Factor: 1.3, ErrorTarget: 0.01, BaselineSamples: 20,
 			Decrease: 0.5, Recover: 0.25, MaxChangesPerMinute: 6,
 			ProbeInterval: time.Second, ProbeTimeout: 2 * time.Second,
 		}
@@ -101,7 +101,7 @@ func checkAutopilot(r *report, a *usher.Autopilot, s *usher.Settings, at loc) {
 	}
 	positive("latency_sigma", a.Sigma, "the standard deviations over the baseline that mean degraded; 3 by default")
 	if a.Factor <= 1 {
-		r.add(0, at.field("latency_factor"), "must be above 1 (the multiple of the baseline that means degraded; 1.5 by default), got %v", a.Factor)
+		r.add(0, at.field("latency_factor"), "must be above 1 (the multiple of the baseline that means degraded; 1.3 by default), got %v", a.Factor)
 	}
 	if a.LatencyTarget < 0 {
 		r.add(0, at.field("latency_target"), "must not be negative (leave it out for none), got %v", a.LatencyTarget)
