@@ -186,7 +186,8 @@ type Governor struct {
 	bad, good    int       // degraded and healthy samples in a row
 	lastBad      int       // rate at the last decrease (0: none)
 	lastBadC     int
-	changes      []time.Time // within the last minute
+	changes      []time.Time // increases within the last minute
+	downs        []time.Time // decreases within the last minute
 	state        State
 	configured   bool
 	primed       bool
@@ -246,6 +247,22 @@ func (g *Governor) Adopt(rate, conc int) {
 	if conc > 0 {
 		g.conc.Store(int64(g.cr.Clamp(conc)))
 	}
+}
+
+// AdoptChange sets the figures to a change another node made at at: as
+// Adopt, and the change counts toward this governor's cap and spacing, and
+// ends its streaks, so that the nodes of a room change it as one.
+func (g *Governor) AdoptChange(rate, conc int, at time.Time) {
+	before, _ := g.Limits()
+	g.Adopt(rate, conc)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if rate < before {
+		g.downs = append(g.downs, at)
+	} else {
+		g.changes = append(g.changes, at)
+	}
+	g.bad, g.good = 0, 0
 }
 
 // State returns what the governor knows.
@@ -320,14 +337,14 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	default: // within the hysteresis band: hold
 		g.bad, g.good = 0, 0
 	}
-	if g.bad >= DegradedSeconds && g.allowed(s.At) {
+	if g.bad >= DegradedSeconds && g.allowed(s.At, true) {
 		if c, ok := g.decrease(s, reason); ok {
 			c.Latency, c.Threshold, c.ErrorRate = s.Latency, threshold, errRate
 			g.bad = 0
 			return g.record(c), true
 		}
 	}
-	if g.good >= HealthySeconds && s.Waiting && g.allowed(s.At) {
+	if g.good >= HealthySeconds && s.Waiting && g.allowed(s.At, false) {
 		if c, ok := g.increase(s); ok {
 			c.Latency, c.ErrorRate = s.Latency, errRate
 			g.good = 0
@@ -375,28 +392,45 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// allowed reports whether a change at now stays within the cap on changes
-// per minute, and spaces changes at least a minute / cap apart so that a
-// change's effect is seen before the next.
-func (g *Governor) allowed(now time.Time) bool {
-	keep := g.changes[:0]
-	for _, t := range g.changes {
+// allowed reports whether a change at now (down: a decrease) stays
+// within the caps: at most max_changes_per_minute increases and as many
+// decreases in any minute, each at least a minute / cap after the last
+// change of its kind, so that a change's effect is seen before the next.
+// A decrease is never held back by increases: a degrading origin comes
+// first.
+func (g *Governor) allowed(now time.Time, down bool) bool {
+	list := &g.changes
+	if down {
+		list = &g.downs
+	}
+	keep := (*list)[:0]
+	for _, t := range *list {
 		if now.Sub(t) < time.Minute {
 			keep = append(keep, t)
 		}
 	}
-	g.changes = keep
-	if len(g.changes) >= g.p.MaxChangesPerMinute {
+	*list = keep
+	if len(keep) >= g.p.MaxChangesPerMinute {
 		return false
 	}
-	if n := len(g.changes); n > 0 && now.Sub(g.changes[n-1]) < time.Minute/time.Duration(g.p.MaxChangesPerMinute) {
+	if n := len(keep); n > 0 && now.Sub(keep[n-1]) < time.Minute/time.Duration(g.p.MaxChangesPerMinute) {
 		return false
+	}
+	if !down {
+		// An increase also waits its spacing after a decrease.
+		if n := len(g.downs); n > 0 && now.Sub(g.downs[n-1]) < time.Minute/time.Duration(g.p.MaxChangesPerMinute) {
+			return false
+		}
 	}
 	return true
 }
 
 func (g *Governor) record(c Change) Change {
-	g.changes = append(g.changes, c.At)
+	if c.Direction == "down" {
+		g.downs = append(g.downs, c.At)
+	} else {
+		g.changes = append(g.changes, c.At)
+	}
 	g.state.Changes++
 	g.state.Last = c
 	return c

@@ -298,13 +298,21 @@ func TestBoundedChangesAndRange(t *testing.T) {
 				t.Fatalf("seed %d at %d s: %d, %d outside %v, %v", seed, f.sec, r, c, rr, cr)
 			}
 		}
-		for i := range f.log {
-			n := 0
-			for j := i; j < len(f.log) && f.log[j].At.Sub(f.log[i].At) < time.Minute; j++ {
-				n++
+		for _, dir := range []string{"up", "down"} {
+			var log []Change
+			for _, c := range f.log {
+				if c.Direction == dir {
+					log = append(log, c)
+				}
 			}
-			if n > a.MaxChangesPerMinute {
-				t.Fatalf("seed %d: %d changes within a minute from %v, cap %d", seed, n, f.log[i].At, a.MaxChangesPerMinute)
+			for i := range log {
+				n := 0
+				for j := i; j < len(log) && log[j].At.Sub(log[i].At) < time.Minute; j++ {
+					n++
+				}
+				if n > a.MaxChangesPerMinute {
+					t.Fatalf("seed %d: %d changes %s within a minute from %v, cap %d", seed, n, dir, log[i].At, a.MaxChangesPerMinute)
+				}
 			}
 		}
 		if len(f.log) == 0 {

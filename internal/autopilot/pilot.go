@@ -148,10 +148,13 @@ func (p *Pilot) State(room string) (State, bool) {
 	return e.gov.State(), true
 }
 
-// Run ticks every second until ctx ends, and probes the health URLs.
+// Run ticks every second until ctx ends, takes the shared figures every
+// SyncEvery in between, and probes the health URLs.
 func (p *Pilot) Run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	sync := time.NewTicker(SyncEvery)
+	defer sync.Stop()
 	defer func() {
 		for _, e := range p.load() {
 			e.stopProbe()
@@ -164,6 +167,8 @@ func (p *Pilot) Run(ctx context.Context) {
 		case now := <-t.C:
 			p.probes(ctx)
 			p.Tick(ctx, now)
+		case <-sync.C:
+			p.Sync(ctx)
 		}
 	}
 }
@@ -217,14 +222,20 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 // only if no other node changed the figure meanwhile.
 func (p *Pilot) observe(ctx context.Context, id string, e *entry, sample Sample) {
 	if p.Shared != nil {
-		cur, err := p.Shared.Governor(ctx, id)
-		if err == nil && cur.Version > 0 {
-			e.version = cur.Version
-			e.gov.Adopt(cur.Rate, cur.Concurrency)
-		}
+		p.adopt(ctx, id, e)
 	}
 	c, ok := e.gov.Observe(sample)
 	if !ok {
+		if p.Shared != nil && e.version == 0 {
+			// No figure for the room yet: this node's is proposed, and
+			// the first node's becomes every node's.
+			r, cc := e.gov.Limits()
+			got, err := p.Shared.SwapGovernor(ctx, id, 0, usher.GovernorFigure{Rate: r, Concurrency: cc, At: sample.At, Reason: "start"})
+			if err == nil {
+				e.version = got.Version
+				e.gov.Adopt(got.Rate, got.Concurrency)
+			}
+		}
 		return
 	}
 	if p.Shared != nil {
@@ -232,10 +243,10 @@ func (p *Pilot) observe(ctx context.Context, id string, e *entry, sample Sample)
 		got, err := p.Shared.SwapGovernor(ctx, id, e.version, next)
 		if err != nil {
 			p.log().Warn("autopilot: sharing the figure", "room", id, "err", err)
-		} else if got.Rate != c.ToRate || got.Concurrency != c.ToConc {
+		} else if got.Version != e.version+1 || got.Rate != c.ToRate || got.Concurrency != c.ToConc {
 			// Another node decided first: its figure is the room's.
 			e.version = got.Version
-			e.gov.Adopt(got.Rate, got.Concurrency)
+			e.gov.AdoptChange(got.Rate, got.Concurrency, got.At)
 			return
 		} else {
 			e.version = got.Version
@@ -248,6 +259,37 @@ func (p *Pilot) observe(ctx context.Context, id string, e *entry, sample Sample)
 		p.OnChange(id, c)
 	}
 }
+
+// adopt takes the room's shared figure when it moved on since e last saw
+// it: another node's change counts as this governor's.
+func (p *Pilot) adopt(ctx context.Context, id string, e *entry) {
+	cur, err := p.Shared.Governor(ctx, id)
+	if err != nil || cur.Version <= e.version {
+		return
+	}
+	if e.version == 0 || cur.Reason == "start" {
+		e.gov.Adopt(cur.Rate, cur.Concurrency)
+	} else {
+		e.gov.AdoptChange(cur.Rate, cur.Concurrency, cur.At)
+	}
+	e.version = cur.Version
+}
+
+// Sync takes every governed room's shared figure (with Shared), so that
+// another node's change is in force here within the time between syncs.
+func (p *Pilot) Sync(ctx context.Context) {
+	if p.Shared == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, e := range p.load() {
+		p.adopt(ctx, id, e)
+	}
+}
+
+// SyncEvery is how often Run takes the shared figures between ticks.
+const SyncEvery = 250 * time.Millisecond
 
 func snapshotOf(h usher.Health) Snapshot {
 	s := Snapshot{Count: h.Count, Errors: h.Errors}

@@ -4,11 +4,16 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/usherhq/usher"
 )
 
 // Buckets is the number of latency buckets of a Recorder: eight a power
 // of two of microseconds (each at most 12.5 % wide), from 1 us to 67 s.
 const Buckets = 27 * 8
+
+// The store carries exactly the buckets of a Recorder.
+const _ = uint(usher.HealthBuckets-Buckets) + uint(Buckets-usher.HealthBuckets)
 
 // Recorder counts an origin's responses (or probes), their failures and
 // their latencies in fixed buckets: cumulative atomic counters, so that

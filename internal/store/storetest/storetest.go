@@ -54,6 +54,8 @@ func Run(t *testing.T, open Opener) {
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
 		{"ParallelAdmitsHoldTheLimit", testParallelAdmits},
+		{"Health", testHealth},
+		{"Governor", testGovernor},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
