@@ -46,3 +46,22 @@ func registerAutopilotMetrics(m *admin.Metrics, p *autopilot.Pilot) func(room st
 		changes.WithLabelValues(room, c.Direction, c.Reason).Inc()
 	}
 }
+
+// autopilotEvent is the data of an autopilot.changed event.
+func autopilotEvent(c autopilot.Change) map[string]any {
+	d := map[string]any{
+		"direction":                 c.Direction,
+		"reason":                    c.Reason,
+		"from_new_users_per_minute": c.FromRate,
+		"to_new_users_per_minute":   c.ToRate,
+		"latency_seconds":           c.Latency.Seconds(),
+		"error_rate":                c.ErrorRate,
+	}
+	if c.Threshold > 0 {
+		d["threshold_seconds"] = c.Threshold.Seconds()
+	}
+	if c.ToConc > 0 {
+		d["from_total_active_users"], d["to_total_active_users"] = c.FromConc, c.ToConc
+	}
+	return d
+}

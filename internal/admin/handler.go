@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/autopilot"
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -51,6 +53,16 @@ type Options struct {
 	// Autopilot returns the state of a room's autopilot, if it governs the
 	// room (nil: none does).
 	Autopilot func(room string) (autopilot.State, bool)
+	// Changed, when set, is called with the audit entry of every change
+	// made through the API, once it is stored and in force on this node
+	// (the events' room.settings_changed). It must not block.
+	Changed func(AuditEntry)
+	// Events, when set, serves GET /api/v1/stream: the event stream
+	// (server-sent events) of the bus.
+	Events *notify.Bus
+	// Analytics reads the rooms' analytics (the store; nil: GET
+	// /api/v1/rooms/{id}/analytics answers 503).
+	Analytics analytics.Reader
 }
 
 // Token is a named admin bearer token.
@@ -68,16 +80,20 @@ const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
-	mux     *http.ServeMux
-	tokens  []tokenHash
-	layers  *Layers
-	rooms   func() []*usher.Room
-	status  StatusFunc
-	logger  *slog.Logger
-	now     func() time.Time
-	version string
-	invite  InviteFunc
-	pilot   func(room string) (autopilot.State, bool)
+	pilot     func(room string) (autopilot.State, bool)
+	mux       *http.ServeMux
+	tokens    []tokenHash
+	layers    *Layers
+	rooms     func() []*usher.Room
+	status    StatusFunc
+	logger    *slog.Logger
+	now       func() time.Time
+	version   string
+	invite    InviteFunc
+	live      *liveHub
+	changed   func(AuditEntry)
+	events    *notify.Bus
+	analytics analytics.Reader
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -85,15 +101,18 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		tokens:  hashTokens(opts.Token, opts.Tokens),
-		layers:  opts.Layers,
-		rooms:   opts.Rooms,
-		status:  opts.Status,
-		logger:  opts.Logger,
-		now:     opts.Now,
-		version: opts.Version,
-		invite:  opts.Invite,
-		pilot:   opts.Autopilot,
+		pilot:     opts.Autopilot,
+		tokens:    hashTokens(opts.Token, opts.Tokens),
+		layers:    opts.Layers,
+		rooms:     opts.Rooms,
+		status:    opts.Status,
+		logger:    opts.Logger,
+		now:       opts.Now,
+		version:   opts.Version,
+		invite:    opts.Invite,
+		changed:   opts.Changed,
+		events:    opts.Events,
+		analytics: opts.Analytics,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -110,18 +129,24 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("GET /v1/rooms/{id}/status", h.serveRoomStatus)
 	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
 	h.routeAPI(mux)
+	h.routeDashboard(mux)
+	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
+		if err := opts.Metrics.registry.Register(&liveCollector{h.live}); err != nil {
+			h.logger.Warn("the live stream's metrics are registered already (one admin handler per Metrics)", "err", err)
+		}
 	}
 	h.mux = mux
 	return h
 }
 
-// ServeHTTP checks the bearer token (except for GET /healthz) and routes the
+// ServeHTTP checks the bearer token (except for GET /healthz and the
+// dashboard's page and files) and routes the
 // request. Unknown paths and wrong methods get JSON errors.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
-	if pattern != healthzPattern {
+	if !public(pattern) {
 		tok, msg := h.authorize(r)
 		if tok == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")

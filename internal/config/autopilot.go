@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"time"
 
@@ -43,22 +42,6 @@ func (d *decoder) autopilot(dst *usher.Autopilot) field {
 			"probe_interval":           d.duration(&a.ProbeInterval),
 			"probe_timeout":            d.duration(&a.ProbeTimeout),
 		})
-	}
-}
-
-// number decodes a number (integer or not) into dst.
-func (d *decoder) number(dst *float64) field {
-	return func(n *yaml.Node, at loc) {
-		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-			d.problems.add(n.Line, at, "must be a number, got %s", describe(n))
-			return
-		}
-		var v float64
-		if err := n.Decode(&v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			d.problems.add(n.Line, at, "must be a finite number, got %s", describe(n))
-			return
-		}
-		*dst = v
 	}
 }
 
@@ -154,8 +137,8 @@ func autopilotClause(s *usher.Settings) string {
 		degraded += fmt.Sprintf(", or above %v", a.LatencyTarget)
 	}
 	degraded += fmt.Sprintf(", or more than %g %% errors", a.ErrorTarget*100)
-	return fmt.Sprintf("autopilot watches the origin's health from %s: when it degrades (%s), it multiplies the limits in use by %g, then wins back %g of the gap at a time while people wait, at most %d changes a minute, the rate within %s, %s",
-		signal, degraded, a.Decrease, a.Recover, a.MaxChangesPerMinute, rate, conc)
+	return fmt.Sprintf("autopilot watches the origin's health from %s: it starts from what is in use (the floor at first) and, while people wait and the origin is healthy, wins back %g of the gap at a time (a quarter more at most); when the origin degrades (%s), it multiplies the limits in use by %g; at most %d increases and %d decreases a minute, the rate within %s, %s",
+		signal, a.Recover, degraded, a.Decrease, a.MaxChangesPerMinute, a.MaxChangesPerMinute, rate, conc)
 }
 
 func or(v, def int) int {
