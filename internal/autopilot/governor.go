@@ -485,7 +485,7 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	return c, true
 }
 
-// MaxStep is the most one step up adds to a figure: a quarter of it. A
+// MaxStep is the most one step up adds to a figure: 15 % of it. A
 // step comes at most every minute / max_changes_per_minute, so that the
 // load it adds is seen before the next.
 const MaxStep = 0.15

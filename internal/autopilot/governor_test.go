@@ -91,7 +91,7 @@ func TestSlowStart(t *testing.T) {
 }
 
 // TestRisesInSteps: from the floor, with a line waiting and a healthy
-// origin, the figures rise by at most a quarter a step, a step at most
+// origin, the figures rise by at most MaxStep a step, a step at most
 // every minute / max_changes_per_minute, and never far above what is in
 // use.
 func TestRisesInSteps(t *testing.T) {
@@ -105,7 +105,7 @@ func TestRisesInSteps(t *testing.T) {
 	}
 	for i, c := range f.log {
 		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+MaxStep)+1 {
-			t.Fatalf("change %d: %+v, want up by at most a quarter", i, c)
+			t.Fatalf("change %d: %+v, want up by at most MaxStep", i, c)
 		}
 		if i > 0 && c.At.Sub(f.log[i-1].At) < time.Minute/DefaultMaxChangesPerMinute {
 			t.Fatalf("changes %d and %d %v apart", i-1, i, c.At.Sub(f.log[i-1].At))

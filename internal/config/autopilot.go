@@ -137,7 +137,7 @@ func autopilotClause(s *usher.Settings) string {
 		degraded += fmt.Sprintf(", or above %v", a.LatencyTarget)
 	}
 	degraded += fmt.Sprintf(", or more than %g %% errors", a.ErrorTarget*100)
-	return fmt.Sprintf("autopilot watches the origin's health from %s: it starts from what is in use (the floor at first) and, while people wait and the origin is healthy, wins back %g of the gap at a time (a quarter more at most); when the origin degrades (%s), it multiplies the limits in use by %g; at most %d increases and %d decreases a minute, the rate within %s, %s",
+	return fmt.Sprintf("autopilot watches the origin's health from %s: it starts from what is in use (the floor at first) and, while people wait and the origin is healthy, wins back %g of the gap at a time (15 %% more at most); when the origin degrades (%s), it multiplies the limits in use by %g; at most %d increases and %d decreases a minute, the rate within %s, %s",
 		signal, a.Recover, degraded, a.Decrease, a.MaxChangesPerMinute, a.MaxChangesPerMinute, rate, conc)
 }
 
