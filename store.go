@@ -87,6 +87,21 @@ type Store interface {
 	// versions below before (0: from the newest); none when the log is
 	// empty. The log keeps the last AuditKeep records.
 	ReadAudit(ctx context.Context, before int64, limit int) ([]AuditRecord, error)
+	// AddHealth adds one node's counts of a room's origin responses in
+	// second sec (unix seconds) to the room's. The store keeps a second's
+	// counts about a minute (HealthKeep).
+	AddHealth(ctx context.Context, room string, sec int64, h Health) error
+	// Health returns the sum of every node's counts of second sec; zero
+	// counts (nil Buckets) when none were added or they have expired.
+	Health(ctx context.Context, room string, sec int64) (Health, error)
+	// Governor returns the room's autopilot figure, shared by every node
+	// (Version 0: none was ever set).
+	Governor(ctx context.Context, room string) (GovernorFigure, error)
+	// SwapGovernor sets the room's autopilot figure to next, as version
+	// from+1, when its version is still from (0: none yet), in one atomic
+	// step; either way it returns the figure in force after it (another
+	// node's when the version had moved on: the first writer wins).
+	SwapGovernor(ctx context.Context, room string, from int64, next GovernorFigure) (GovernorFigure, error)
 	// AddAnalytics merges deltas into room's analytics: into the point of
 	// each delta's minute and of the hour that holds it, adding Add fields
 	// and keeping the largest of Max fields, in one atomic step per call.
@@ -103,6 +118,13 @@ type Store interface {
 	// Close flushes what is pending and releases the store.
 	Close() error
 }
+
+// HealthKeep is how long a store keeps a second's health counts.
+const HealthKeep = time.Minute
+
+// HealthBuckets is the most latency buckets a Health carries (those of
+// internal/autopilot); a store ignores any beyond.
+const HealthBuckets = 216
 
 // Cell is where a ticket says its visitor was counted: the cell's expiry
 // second, and when the visitor was put there (the ticket's CountedAt,

@@ -36,6 +36,9 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// Limiter, when not nil, supplies the effective limits of rooms whose
+	// autopilot is on in the settings in force (internal/autopilot).
+	Limiter Limiter
 	// OnBreaker, when set, is called when the store's circuit breaker
 	// opens (open true, with the last store error: decisions apply the
 	// fail mode) and when it closes again. It must not block.
@@ -43,6 +46,25 @@ type Options struct {
 	// Observer, when not nil, is told of arrivals, admissions and ended
 	// sessions (see Observation); never of an admitted visitor's request.
 	Observer Observer
+}
+
+// Limiter supplies a room's effective limits.
+type Limiter interface {
+	// Limit sets s's NewUsersPerMinute and TotalActiveUsers to the
+	// effective figures of room, within the bounds s's Autopilot gives;
+	// it leaves s as it is when nothing governs the room. It is called on
+	// every decision of a governed room and must be cheap (atomic loads).
+	Limit(room string, s *usher.Settings)
+}
+
+// schedule returns the room's schedule at now, with the effective limits
+// when its autopilot is on.
+func (e *Engine) schedule(room *usher.Room, now time.Time) usher.Schedule {
+	sched := room.At(now)
+	if e.opts.Limiter != nil && sched.Autopilot.Enabled {
+		e.opts.Limiter.Limit(room.ID, &sched.Settings)
+	}
+	return sched
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -146,7 +168,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// store failure. The store bounds every call with its own timeout.
 	ctx = context.WithoutCancel(ctx)
 	now := v.Now
-	sched := room.At(now)
+	sched := e.schedule(room, now)
 	s := &sched.Settings
 	base := usher.Decision{Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event, QueueAll: s.QueueAll}
 	if s.Suspended {
@@ -525,7 +547,7 @@ func (e *Engine) Status(ctx context.Context, room *usher.Room, now time.Time) (u
 	if err != nil {
 		return usher.RoomStats{}, err
 	}
-	s := room.At(now).Settings
+	s := e.schedule(room, now).Settings
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
 	return st, nil
 }

@@ -57,6 +57,8 @@ type Store struct {
 	// opNow is the latest op time seen, the watermark a flush records.
 	opNow time.Time
 
+	health health // origin health and autopilot figures (their own lock)
+
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 

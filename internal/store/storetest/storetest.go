@@ -55,6 +55,8 @@ func Run(t *testing.T, open Opener) {
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
 		{"ParallelAdmitsHoldTheLimit", testParallelAdmits},
+		{"Health", testHealth},
+		{"Governor", testGovernor},
 		{"AnalyticsMerge", testAnalyticsMerge},
 		{"AnalyticsRefusesBadInput", testAnalyticsRefusesBadInput},
 		{"AnalyticsParallelAddsMerge", testAnalyticsParallelAddsMerge},
