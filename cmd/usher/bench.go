@@ -56,6 +56,7 @@ type benchFlags struct {
 	// standing-room
 	bound      time.Duration
 	maxWaiters int
+	maxRefresh time.Duration
 
 	// arr and model are flash-crowd's arrivals and visitors, parsed.
 	arr   bench.Arrivals
@@ -97,7 +98,7 @@ var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
-	"standing-room": {"refresh", "bound", "max-waiters"},
+	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh"},
 }
 
 // The bounds a room's config puts on its settings (internal/config), which
@@ -138,6 +139,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
+	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -235,6 +237,12 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.maxWaiters < 1000 {
 			problem("max-waiters", "%d: at least 1000, the first step", f.maxWaiters)
+		}
+		if !set["max-refresh"] {
+			f.maxRefresh = max(f.maxRefresh, f.refresh) // the room's default
+		}
+		if f.maxRefresh < f.refresh || f.maxRefresh > maxRefresh {
+			problem("max-refresh", "%v: a room's max_refresh_interval is from its refresh_interval (%v) to %v", f.maxRefresh, f.refresh, maxRefresh)
 		}
 	}
 	if len(bad) > 0 {

@@ -86,8 +86,9 @@ func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 
 func writeStandingSummary(w io.Writer, r *StandingResult) {
 	refresh := bench.Human(time.Duration(r.RefreshS * float64(time.Second)))
+	most := bench.Human(time.Duration(r.MaxRefreshS * float64(time.Second)))
 	if r.MaxWaiters == 0 {
-		fmt.Fprintf(w, "Standing room, check-ins every %s: no step stayed within the %s p99 bound.\n", refresh, ms(r.BoundMs))
+		fmt.Fprintf(w, "Standing room, check-ins every %s near the front up to %s: no step stayed within the %s p99 bound.\n", refresh, most, ms(r.BoundMs))
 	} else {
 		var at StandingStep
 		for _, s := range r.Steps {
@@ -95,16 +96,19 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 				at = s
 			}
 		}
-		fmt.Fprintf(w, "usher held %s waiters checking in every %s (%s check-ins a second) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
-			bench.Count(r.MaxWaiters), refresh, rps(at.RateRPS), ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
+		fmt.Fprintf(w, "usher held %s waiters checking in every %s near the front up to %s further back (%s check-ins a second, %.2fx the %s of a fixed %s) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
+			bench.Count(r.MaxWaiters), refresh, most, rps(at.CheckInsPerS), at.CheckInsPerS/at.FixedRPS, rps(at.FixedRPS), refresh, ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
 	}
-	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters != r.MaxWaiters {
-		s := r.Steps[n-1]
-		fmt.Fprintf(w, "At %s waiters it stopped: p99 %s, %s errors, %s of %s check-ins a second.\n",
-			bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.AchievedRPS), rps(s.RateRPS))
-	} else if n > 0 {
+	for _, s := range r.Steps {
+		if s.Waiters > r.MaxWaiters {
+			fmt.Fprintf(w, "At %s waiters: p99 %s, %s errors, %s check-ins a second, sent up to %s late (p99).\n",
+				bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
+		}
+	}
+	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters == r.MaxWaiters {
 		fmt.Fprintf(w, "That is the most it tried (--max-waiters).\n")
 	}
+	fmt.Fprintf(w, "The load generator held its waiters in %.0f MB.\n", r.GeneratorRSSMB)
 }
 
 // us writes microseconds: "42.1us".

@@ -45,6 +45,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{"redis addresses", []string{"--self", "--scenario", "throughput", "--redis", "a:1,b:2"}, "--redis: several addresses need --redis-cluster"},
 		{"bound", []string{"--self", "--scenario", "standing-room", "--bound", "0s"}, "--bound: 0s: must be above zero"},
 		{"max-waiters", []string{"--self", "--scenario", "standing-room", "--max-waiters", "10"}, "--max-waiters: 10: at least 1000"},
+		{"max-refresh below refresh", []string{"--self", "--scenario", "standing-room", "--refresh", "30s", "--max-refresh", "20s"}, "--max-refresh: 20s: a room's max_refresh_interval is from its refresh_interval (30s) to 5m0s"},
+		{"max-refresh with flash-crowd", []string{"--self", "--max-refresh", "1m"}, "--max-refresh: --scenario flash-crowd does not use it"},
 		{"rounds with standing-room", []string{"--self", "--scenario", "standing-room", "--rounds", "2"}, "--rounds: --scenario standing-room does not use it"},
 		{"not a number", []string{"--self", "--total", "many"}, `invalid value "many" for flag -total`},
 		{"stray argument", []string{"--self", "now"}, `unexpected argument "now"`},

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"math/rand/v2"
@@ -80,6 +81,9 @@ type simConfig struct {
 	browseMin   time.Duration
 	browseMax   time.Duration
 	horizon     time.Duration
+	// patienceMax is the longest a waiter who gives up waits first (zero:
+	// 30 s).
+	patienceMax time.Duration
 }
 
 type simAdmission struct {
@@ -98,6 +102,11 @@ type simResult struct {
 	revived       int
 	earlyQueued   int
 	admittedCount int
+	// checkIns counts the decisions on waiting tickets (counted or early).
+	checkIns int
+	// longestWindow is the longest a waiting ticket's count outlives the
+	// check-in that made it (its cell's expiry less its counted-at time).
+	longestWindow time.Duration
 }
 
 func runSim(t *testing.T, cfg simConfig) simResult {
@@ -137,7 +146,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			every:  time.Second + time.Duration(rng.Int64N(int64(3*time.Second))),
 		}
 		if rng.Float64() < cfg.abandonFrac {
-			v.patience = time.Duration(rng.Int64N(int64(30 * time.Second)))
+			v.patience = time.Duration(rng.Int64N(int64(cmp.Or(cfg.patienceMax, 30*time.Second))))
 		}
 		all = append(all, v)
 		push(v.arrive, v)
@@ -186,6 +195,14 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			break
 		}
 		for !nextSample.After(now) {
+			// The store counts exactly the waiting tickets whose cell has
+			// not expired, leavers included: a leaver stops counting when
+			// the cell its last check-in named expires.
+			if st, err := st.Stats(ctx, room.ID, nextSample); err != nil {
+				t.Fatal(err)
+			} else if want := countedWaiting(all, nil, nextSample, 0); st.Waiting != want {
+				t.Fatalf("at %v the store counts %d waiting, the tickets %d", nextSample.Sub(start), st.Waiting, want)
+			}
 			if liveWaiters() > 0 {
 				act := activeAt(nextSample)
 				free := min(s.TotalActiveUsers-act, s.NewUsersPerMinute-admittedIn(nextSample.Add(-time.Minute), nextSample))
@@ -209,6 +226,9 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			continue
 		}
 		wasNew := v.ticket == nil || v.ticket.State == usher.Admitted
+		if !wasNew {
+			res.checkIns++
+		}
 		sessionHeld := v.inSession(now)
 		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: v.ticket, Now: now})
 		if err != nil {
@@ -266,6 +286,17 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 				}
 			}
 			v.lastWait = now
+			// The position shown is right as of this check-in: one more than
+			// the waiting tickets counted in earlier buckets.
+			if want := countedWaiting(all, v, now, v.ticket.Bucket()) + 1; d.Position != want {
+				t.Fatalf("at %v visitor %d was shown position %d, %d by the tickets", now.Sub(start), v.id, d.Position, want)
+			}
+			if d.TicketChanged {
+				res.longestWindow = max(res.longestWindow, time.Unix(v.ticket.Cell, 0).Sub(v.ticket.CountedAt))
+			}
+			if !v.ticket.NextCheckIn.After(now) || v.ticket.NextCheckIn.Sub(now) > time.Unix(v.ticket.Cell, 0).Sub(now) {
+				t.Fatalf("at %v visitor %d told to check in at %v, its count ends %v", now.Sub(start), v.id, v.ticket.NextCheckIn.Sub(start), time.Unix(v.ticket.Cell, 0).Sub(start))
+			}
 			push(v.ticket.NextCheckIn, v)
 		default:
 			t.Fatalf("unexpected outcome %v", d.Outcome)
@@ -295,4 +326,20 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 		res.utilization = 1 - freeSum/float64(res.queueSamples)/float64(s.TotalActiveUsers)
 	}
 	return res
+}
+
+// countedWaiting returns how many visitors other than self hold a waiting
+// ticket whose cell has not expired at now, in buckets before before (0:
+// any bucket).
+func countedWaiting(all []*simVisitor, self *simVisitor, now time.Time, before int64) int64 {
+	n := int64(0)
+	for _, u := range all {
+		if u == self || u.ticket == nil || u.ticket.State != usher.Waiting || u.ticket.Cell <= now.Unix() {
+			continue
+		}
+		if before == 0 || u.ticket.Bucket() < before {
+			n++
+		}
+	}
+	return n
 }
