@@ -47,6 +47,13 @@ type Store interface {
 	Peek(ctx context.Context, room string, now time.Time, bucket int64) (ahead int64, st RoomStats, err error)
 	// Stats reads a room's counters at now without changing them.
 	Stats(ctx context.Context, room string, now time.Time) (RoomStats, error)
+	// Lapsed returns the number of waiters of room whose waiting count
+	// expired by now (they stopped checking in: abandoned) since the store
+	// began counting the room; 0 for a room it never saw. It only grows,
+	// except that it starts again from zero when the store loses or
+	// forgets the room's counters (and, embedded, at a restart). It is
+	// not in RoomStats, which every decision copies.
+	Lapsed(ctx context.Context, room string, now time.Time) (int64, error)
 	// Spend marks id (a proof-of-work challenge) of room used until the
 	// time until, and reports whether it was fresh: never used, or used
 	// with an until that has passed. An error means the store could not
@@ -256,12 +263,6 @@ type RoomStats struct {
 	// Slots is min(total active - active, per minute - admitted last
 	// minute), never below zero.
 	Slots int64
-	// Lapsed is the number of waiters whose waiting count expired (they
-	// stopped checking in: abandoned) since the store began counting the
-	// room; it only grows, except that it starts again from zero when the
-	// store loses or forgets the room's counters. Stats reports it; other
-	// calls may leave it zero.
-	Lapsed int64
 }
 
 // Key is one key of the ticket key ring.

@@ -160,8 +160,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				return d, nil
 			}
-		} else if !ses.Valid && e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
-			e.observe(room.ID, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
+		} else if !ses.Valid && e.opts.Observer != nil {
+			e.observeEnded(room.ID, t, now)
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -204,7 +204,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
 	admittedTk.Joining = false
-	admittedTk.Announced = time.Time{}
+	admittedTk.Announced = 0
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -288,7 +288,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d.TicketChanged = true
 	if fresh {
-		e.observe(room.ID, Observation{What: Arrived, At: now})
+		e.observeArrived(room.ID, now)
 	}
 	if res.Admitted {
 		e.observeAdmitted(room.ID, &tk, now)
@@ -332,12 +332,15 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 // estimates are not worth measuring against).
 const maxAnnounced = 30 * 24 * time.Hour
 
-// announce records in a waiting ticket the admission time its first
-// waiting page with a known estimate announces, so that the error of the
-// estimate can be measured at admission.
+// announce records in a waiting ticket the wait (from its arrival) its
+// first waiting page with a known estimate announces, so that the error
+// of the estimate can be measured at admission.
 func announce(d *usher.Decision, now time.Time) {
-	if d.WaitKnown && d.Ticket.Announced.IsZero() && d.EstimatedWait >= 0 && d.EstimatedWait <= maxAnnounced {
-		d.Ticket.Announced = now.Add(d.EstimatedWait).Truncate(time.Millisecond)
+	if !d.WaitKnown || d.Ticket.Announced != 0 || d.EstimatedWait < 0 {
+		return
+	}
+	if w := now.Add(d.EstimatedWait).Sub(d.Ticket.ArrivedAt).Truncate(time.Millisecond); w <= maxAnnounced {
+		d.Ticket.Announced = max(w, time.Millisecond)
 	}
 }
 
