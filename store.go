@@ -79,10 +79,19 @@ type Store interface {
 	// SwapRuntime replaces the runtime document with doc if its version is
 	// still from, and appends audit to the audit log as the record of the
 	// new version, in one atomic step that is durable before it returns.
-	// It returns the new version: from+1, or when from is 0 (no document
-	// yet) any version above 0. When the version is no longer from, it
-	// changes nothing and returns an *Error with code EConflict.
+	// It returns the new version: from+1, or above the last record of the
+	// audit log when AppendAudit numbered records past from, or when from
+	// is 0 (no document yet) any version above 0. When the version is no
+	// longer from, it changes nothing and returns an *Error with code
+	// EConflict.
 	SwapRuntime(ctx context.Context, from int64, doc, audit []byte) (version int64, err error)
+	// AppendAudit appends audit to the audit log as a record of a change
+	// that is not a runtime document's (an autopilot's), leaving the
+	// document and its version alone, so that no node re-applies it. The
+	// record is numbered above every record and version before it (the
+	// document's next version is numbered above it in turn), and is
+	// durable before it returns; it returns the record's number.
+	AppendAudit(ctx context.Context, audit []byte) (int64, error)
 	// ReadAudit returns up to limit audit records, newest first, of the
 	// versions below before (0: from the newest); none when the log is
 	// empty. The log keeps the last AuditKeep records.

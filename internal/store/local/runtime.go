@@ -28,6 +28,7 @@ type runtimeDoc struct {
 	version int64
 	doc     []byte
 	count   int                 // records in the audit bucket
+	last    int64               // the number of the log's last record (0: none)
 	audit   []usher.AuditRecord // the log, oldest first, in memory only
 }
 
@@ -58,6 +59,9 @@ func (s *Store) loadRuntimeLocked() error {
 		}
 		if b := tx.Bucket(bucketAudit); b != nil {
 			s.rt.count = b.Stats().KeyN
+			if k, _ := b.Cursor().Last(); len(k) == 8 {
+				s.rt.last = int64(binary.BigEndian.Uint64(k))
+			}
 		}
 		return nil
 	})
@@ -100,30 +104,60 @@ func (s *Store) SwapRuntime(_ context.Context, from int64, doc, audit []byte) (i
 	if s.rt.version != from {
 		return 0, usher.Errorf(usher.EConflict, "runtime document: version %d, not %d: changed meanwhile", s.rt.version, from)
 	}
-	next := from + 1
+	// The next version is above the log's records appended alone.
+	next := max(from, s.rt.last) + 1
+	if err := s.appendAuditLocked(next, true, doc, audit); err != nil {
+		return 0, fmt.Errorf("swap runtime document: %w", err)
+	}
+	s.rt.version, s.rt.doc = next, append([]byte(nil), doc...)
+	return next, nil
+}
+
+// AppendAudit implements usher.Store: the record is numbered after the
+// log's last record and the document's version, and written alone.
+func (s *Store) AppendAudit(_ context.Context, audit []byte) (int64, error) {
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	if err := s.loadRuntimeLocked(); err != nil {
+		return 0, err
+	}
+	next := max(s.rt.version, s.rt.last) + 1
+	if err := s.appendAuditLocked(next, false, nil, audit); err != nil {
+		return 0, fmt.Errorf("append audit record: %w", err)
+	}
+	return next, nil
+}
+
+// appendAuditLocked appends audit as record next, with the runtime
+// document doc as version next when withDoc, in one transaction
+// synced before it returns; the oldest records beyond AuditKeep go in the
+// same transaction. s.rt.mu is held.
+func (s *Store) appendAuditLocked(next int64, withDoc bool, doc, audit []byte) error {
 	keep := s.auditKeep()
 	if s.db == nil {
 		s.rt.audit = append(s.rt.audit, usher.AuditRecord{Version: next, Data: append([]byte(nil), audit...)})
 		if n := len(s.rt.audit); n > keep {
 			s.rt.audit = append([]usher.AuditRecord(nil), s.rt.audit[n-keep:]...)
 		}
-		s.rt.version, s.rt.doc = next, append([]byte(nil), doc...)
-		return next, nil
+		s.rt.last = next
+		return nil
 	}
 	count := s.rt.count
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		rb, err := tx.CreateBucketIfNotExists(bucketRuntime)
-		if err != nil {
-			return err
-		}
 		ab, err := tx.CreateBucketIfNotExists(bucketAudit)
 		if err != nil {
 			return err
 		}
-		v := make([]byte, 8, 8+len(doc))
-		binary.BigEndian.PutUint64(v, uint64(next))
-		if err := rb.Put(keyRuntimeDoc, append(v, doc...)); err != nil {
-			return err
+		if withDoc {
+			rb, err := tx.CreateBucketIfNotExists(bucketRuntime)
+			if err != nil {
+				return err
+			}
+			v := make([]byte, 8, 8+len(doc))
+			binary.BigEndian.PutUint64(v, uint64(next))
+			if err := rb.Put(keyRuntimeDoc, append(v, doc...)); err != nil {
+				return err
+			}
 		}
 		if err := ab.Put(versionKey(next), append([]byte(nil), audit...)); err != nil {
 			return err
@@ -139,10 +173,10 @@ func (s *Store) SwapRuntime(_ context.Context, from int64, doc, audit []byte) (i
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("swap runtime document: %w", err)
+		return err
 	}
-	s.rt.version, s.rt.doc, s.rt.count = next, append([]byte(nil), doc...), count
-	return next, nil
+	s.rt.count, s.rt.last = count, next
+	return nil
 }
 
 // ReadAudit implements usher.Store.

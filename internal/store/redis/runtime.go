@@ -22,21 +22,50 @@ func (s *Store) runtimeKeys() []string {
 
 // swapRuntimeLua replaces the document if its version is still ARGV[1]:
 // KEYS the document and the log; ARGV from, the next version, the
-// document, the log's member and how many records to keep. Returns
-// {1} when swapped, {0, version} when the version moved.
+// document, the log's record and how many records to keep. The version
+// is the next one or, when a record appended alone (AppendAudit) is
+// numbered past it, the one after the log's last. Returns {1, version}
+// when swapped, {0, version} when the version moved.
 var swapRuntimeLua = valkey.NewLuaScript(`
 local v = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
 if v ~= tonumber(ARGV[1]) then
   return {0, v}
 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'doc', ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+local next = tonumber(ARGV[2])
+local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if top[2] and tonumber(top[2]) >= next then
+  next = tonumber(top[2]) + 1
+end
+local vs = string.format('%d', next)
+redis.call('HSET', KEYS[1], 'v', vs, 'doc', ARGV[3])
+redis.call('ZADD', KEYS[2], vs, vs .. ':' .. ARGV[4])
 local n = redis.call('ZCARD', KEYS[2])
 local keep = tonumber(ARGV[5])
 if n > keep then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - keep - 1)
 end
-return {1}
+return {1, next}
+`)
+
+// appendAuditLua appends a record numbered after the log's last record
+// and the document's version, leaving the document alone: KEYS the
+// document and the log; ARGV the record and how many records to keep.
+// Returns the record's number.
+var appendAuditLua = valkey.NewLuaScript(`
+local next = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if top[2] and tonumber(top[2]) > next then
+  next = tonumber(top[2])
+end
+next = next + 1
+local vs = string.format('%d', next)
+redis.call('ZADD', KEYS[2], vs, vs .. ':' .. ARGV[1])
+local n = redis.call('ZCARD', KEYS[2])
+local keep = tonumber(ARGV[2])
+if n > keep then
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - keep - 1)
+end
+return next
 `)
 
 // LoadRuntime implements usher.Store with one HMGET.
@@ -93,14 +122,10 @@ func (s *Store) SwapRuntime(ctx context.Context, from int64, doc, audit []byte) 
 	if from == 0 {
 		next = max(1, time.Now().UnixMilli())
 	}
-	keep := s.opts.AuditKeep
-	if keep <= 0 {
-		keep = usher.AuditKeep
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	res := swapRuntimeLua.Exec(ctx, s.client, s.runtimeKeys(), []string{
-		itoa(from), itoa(next), string(doc), itoa(next) + ":" + string(audit), strconv.Itoa(keep),
+		itoa(from), itoa(next), string(doc), string(audit), strconv.Itoa(s.auditKeep()),
 	})
 	if err := res.Error(); err != nil {
 		return 0, fail("swap runtime", err)
@@ -116,7 +141,29 @@ func (s *Store) SwapRuntime(ctx context.Context, from int64, doc, audit []byte) 
 		}
 		return 0, usher.Errorf(usher.EConflict, "runtime document: version %d, not %d: changed meanwhile", cur, from)
 	}
+	if len(arr) > 1 {
+		next = arr[1]
+	}
 	return next, nil
+}
+
+// auditKeep returns how many audit records the store keeps.
+func (s *Store) auditKeep() int {
+	if s.opts.AuditKeep > 0 {
+		return s.opts.AuditKeep
+	}
+	return usher.AuditKeep
+}
+
+// AppendAudit implements usher.Store with one script call.
+func (s *Store) AppendAudit(ctx context.Context, audit []byte) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	v, err := appendAuditLua.Exec(ctx, s.client, s.runtimeKeys(), []string{string(audit), strconv.Itoa(s.auditKeep())}).AsInt64()
+	if err != nil {
+		return 0, fail("append audit", err)
+	}
+	return v, nil
 }
 
 // ReadAudit implements usher.Store with one ZREVRANGEBYSCORE.

@@ -162,3 +162,52 @@ func showRecords(rs []usher.AuditRecord) string {
 	}
 	return out + "]"
 }
+
+// testAuditAppend: a record appended alone leaves the document and its
+// version alone, is numbered between the versions around it, and pages
+// with the document's records.
+func testAuditAppend(t *testing.T, s usher.Store) {
+	ctx := context.Background()
+	a0, err := s.AppendAudit(ctx, []byte(`{"alone":0}`))
+	if err != nil || a0 <= 0 {
+		t.Fatalf("AppendAudit on an empty log = %d, %v; want a number above 0", a0, err)
+	}
+	if v, err := s.RuntimeVersion(ctx); err != nil || v != 0 {
+		t.Fatalf("RuntimeVersion after AppendAudit = %d, %v; want 0 (no document)", v, err)
+	}
+	v1, err := s.SwapRuntime(ctx, 0, []byte(`{"doc":1}`), []byte(`{"change":1}`))
+	if err != nil || v1 <= a0 {
+		t.Fatalf("SwapRuntime(0) = %d, %v; want a version above the appended record %d", v1, err, a0)
+	}
+	a1, err := s.AppendAudit(ctx, []byte(`{"alone":1}`))
+	if err != nil || a1 <= v1 {
+		t.Fatalf("AppendAudit = %d, %v; want a number above version %d", a1, err, v1)
+	}
+	a2, err := s.AppendAudit(ctx, []byte(`{"alone":2}`))
+	if err != nil || a2 <= a1 {
+		t.Fatalf("AppendAudit = %d, %v; want a number above %d", a2, err, a1)
+	}
+	// The document and its version are untouched: a node polling the
+	// version has nothing to re-apply, and a change from v1 still swaps.
+	mustRuntime(t, s, v1, `{"doc":1}`)
+	v2, err := s.SwapRuntime(ctx, v1, []byte(`{"doc":2}`), []byte(`{"change":2}`))
+	if err != nil || v2 <= a2 {
+		t.Fatalf("SwapRuntime(%d) = %d, %v; want a version above the appended record %d", v1, v2, err, a2)
+	}
+	mustRuntime(t, s, v2, `{"doc":2}`)
+	all, err := s.ReadAudit(ctx, 0, 10)
+	want := []usher.AuditRecord{
+		{Version: v2, Data: []byte(`{"change":2}`)},
+		{Version: a2, Data: []byte(`{"alone":2}`)},
+		{Version: a1, Data: []byte(`{"alone":1}`)},
+		{Version: v1, Data: []byte(`{"change":1}`)},
+		{Version: a0, Data: []byte(`{"alone":0}`)},
+	}
+	if err != nil || !sameRecords(all, want) {
+		t.Fatalf("ReadAudit = %s, %v; want %s", showRecords(all), err, showRecords(want))
+	}
+	page, err := s.ReadAudit(ctx, a2, 2)
+	if err != nil || !sameRecords(page, want[2:4]) {
+		t.Fatalf("ReadAudit(before %d, 2) = %s, %v; want %s", a2, showRecords(page), err, showRecords(want[2:4]))
+	}
+}

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"RuntimeDocument", testRuntimeDocument},
 		{"RuntimeSwapsOnce", testRuntimeSwapsOnce},
 		{"AuditLog", testAuditLog},
+		{"AuditAppend", testAuditAppend},
 		{"NoAdmitAndForce", testNoAdmitAndForce},
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
