@@ -41,7 +41,11 @@ func (m *Main) audit(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERSION\tTIME\tTOKEN\tACTION\tTARGET\tCHANGE")
 	for _, e := range v.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Version, e.Time.UTC().Format(time.RFC3339), e.Token, e.Action, e.Target, auditChange(e))
+		change := auditChange(e)
+		if e.Reason != "" {
+			change += " (" + e.Reason + ")"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Version, e.Time.UTC().Format(time.RFC3339), e.Token, e.Action, e.Target, change)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

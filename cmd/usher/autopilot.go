@@ -1,7 +1,15 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usherhq/usher"
 
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/autopilot"
@@ -64,4 +72,49 @@ func autopilotEvent(c autopilot.Change) map[string]any {
 		d["from_total_active_users"], d["to_total_active_users"] = c.FromConc, c.ToConc
 	}
 	return d
+}
+
+// autopilotAuditTimeout bounds the store call that records a change.
+const autopilotAuditTimeout = 2 * time.Second
+
+// autopilotAudit is the audit log's record of a change: action
+// autopilot.change by the token named autopilot, the effective limits
+// before and after, and the reason with the figures behind it.
+func autopilotAudit(room string, c autopilot.Change) admin.AuditEntry {
+	figures := func(rate, conc int) map[string]int {
+		m := map[string]int{"new_users_per_minute": rate}
+		if c.ToConc > 0 || c.FromConc > 0 {
+			m["total_active_users"] = conc
+		}
+		return m
+	}
+	reason := fmt.Sprintf("%s: latency %s", c.Reason, c.Latency.Round(time.Millisecond))
+	if c.Threshold > 0 {
+		reason += fmt.Sprintf(" (threshold %s)", c.Threshold.Round(time.Millisecond))
+	}
+	reason += fmt.Sprintf(", error rate %.2f %%", 100*c.ErrorRate)
+	return admin.AuditEntry{
+		Time: c.At, Token: "autopilot", Action: "autopilot.change",
+		Room: room, Target: "rooms/" + room,
+		Before: figures(c.FromRate, c.FromConc), After: figures(c.ToRate, c.ToConc),
+		Reason: reason,
+	}
+}
+
+// recordAutopilotChange appends a change to the store's audit log, alone:
+// the runtime document and its version stay, so no node re-applies
+// anything. The governor makes at most a dozen changes a minute a room,
+// which bounds the records. A store that fails is logged; the change
+// stands.
+func recordAutopilotChange(store usher.Store, log *slog.Logger, room string, c autopilot.Change) {
+	data, err := json.Marshal(autopilotAudit(room, c))
+	if err != nil {
+		log.Error("autopilot: audit record", "room", room, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), autopilotAuditTimeout)
+	defer cancel()
+	if _, err := store.AppendAudit(ctx, data); err != nil {
+		log.Warn("autopilot: change not recorded in the audit log", "room", room, "err", err)
+	}
 }

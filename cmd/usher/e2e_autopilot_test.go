@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,5 +174,41 @@ rooms:
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	// The change is in the audit log, by the token named autopilot, with
+	// the figures before and after and its reason.
+	req, _ = http.NewRequest("GET", "http://"+adm+"/api/v1/audit?room=sale", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audit struct {
+		Entries []struct {
+			Version int64          `json:"version"`
+			Token   string         `json:"token"`
+			Action  string         `json:"action"`
+			Target  string         `json:"target"`
+			Before  map[string]int `json:"before"`
+			After   map[string]int `json:"after"`
+			Reason  string         `json:"reason"`
+		} `json:"entries"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&audit)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var down bool
+	for _, e := range audit.Entries {
+		if e.Action != "autopilot.change" || e.Token != "autopilot" || e.Target != "rooms/sale" || e.Version <= 0 || !slices.ContainsFunc([]string{"latency:", "latency_target:", "errors:", "recovered:"}, func(r string) bool { return strings.HasPrefix(e.Reason, r) }) {
+			t.Errorf("audit entry %+v: want autopilot.change by autopilot on rooms/sale, with a reason", e)
+		}
+		if e.After["new_users_per_minute"] < e.Before["new_users_per_minute"] && e.After["total_active_users"] < e.Before["total_active_users"] && strings.HasPrefix(e.Reason, "latency:") {
+			down = true
+		}
+	}
+	if !down {
+		t.Errorf("the audit log has no decrease for latency: %+v", audit.Entries)
 	}
 }

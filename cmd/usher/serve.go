@@ -245,6 +245,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	count := registerAutopilotMetrics(n.metrics, pilot)
 	pilot.OnChange = func(room string, c autopilot.Change) {
 		count(room, c)
+		recordAutopilotChange(store, log, room, c)
 		ev.bus.Publish(notify.Event{Type: notify.AutopilotChanged, Room: room, Time: c.At, Data: autopilotEvent(c)})
 	}
 	if err := n.apply(cfg); err != nil {

@@ -185,7 +185,10 @@ type AuditEntry struct {
 	// Remote is the address the request came from.
 	Remote string `json:"remote,omitempty"`
 	// Action is what was done: room.update, room.reset, event.create,
-	// event.update, event.delete, rule.create, rule.update, rule.delete.
+	// event.update, event.delete, rule.create, rule.update, rule.delete,
+	// or autopilot.change (a room's autopilot changed its effective
+	// limits; Token is "autopilot", and the record leaves the runtime
+	// document alone).
 	Action string `json:"action"`
 	// Room is the room changed.
 	Room string `json:"room"`
@@ -197,6 +200,9 @@ type AuditEntry struct {
 	// or deleted).
 	Before any `json:"before"`
 	After  any `json:"after"`
+	// Reason is why an autopilot changed the limits (latency,
+	// latency_target, errors, recovered), with the figures it saw.
+	Reason string `json:"reason,omitempty"`
 }
 
 // maxAuditValue bounds the JSON of an entry's before or after: larger
