@@ -58,7 +58,14 @@ type benchFlags struct {
 	maxWaiters int
 	maxRefresh time.Duration
 
-	// arr and model are flash-crowd's arrivals and visitors, parsed.
+	// autopilot
+	apCase     string
+	originSpec string
+	horizon    time.Duration
+	origin     bench.OriginModel
+
+	// arr and model are flash-crowd's (and autopilot's) arrivals and
+	// visitors, parsed.
 	arr   bench.Arrivals
 	model bench.VisitorModel
 }
@@ -76,6 +83,15 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		out, err = m.benchThroughput(ctx, f)
 	case "standing-room":
 		out, err = m.benchStanding(ctx, f)
+	case "autopilot":
+		var r *AutopilotBenchResult
+		if r, err = m.benchAutopilot(ctx, f); err != nil {
+			return err
+		}
+		if f.jsonOut {
+			return writeJSON(m, r)
+		}
+		return writeAutopilotSummary(m.Stdout, r)
 	}
 	if err != nil {
 		return err
@@ -99,6 +115,8 @@ var benchScenarioFlags = map[string][]string{
 		"total", "per-minute", "session", "refresh"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh"},
+	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
+		"case", "origin", "horizon"},
 }
 
 // The bounds a room's config puts on its settings (internal/config), which
@@ -113,13 +131,13 @@ const (
 // and that the flags go together; each problem is a line on stderr naming
 // the flag and the reason, and the error is errUsage (exit code 2).
 func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
-	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
+	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room|autopilot [flags]")
 	var f benchFlags
-	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput or standing-room")
+	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput, standing-room or autopilot")
 	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and (throughput) reference reverse proxies on this machine")
 	fs.StringVar(&f.target, "target", "", "flash-crowd against a running usher: the URL of the room (with --total etc. describing it)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
-	fs.StringVar(&f.plot, "plot", "", "flash-crowd: write an SVG plot to this file")
+	fs.StringVar(&f.plot, "plot", "", "flash-crowd: write an SVG plot to this file; autopilot: one a case, the case's name before the extension (autopilot.svg: autopilot-high.svg)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of arrivals and visitor behaviour")
 	fs.StringVar(&f.arrivals, "arrivals", "flash:5000@30s", "arrival curve: flash:N@D, steady:R/s@D, ramp:N@D, csv:FILE")
 	fs.StringVar(&f.browse, "browse", "2s-8s", "how long an admitted visitor stays")
@@ -140,6 +158,9 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
 	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
+	fs.StringVar(&f.apCase, "case", "high", "autopilot: the room's limits 3x too high or too low for the origin: high, low or both")
+	fs.StringVar(&f.originSpec, "origin", autopilotOrigin, "autopilot: the origin in this process: WORKERS,SERVICE,TIMEOUT (a request that waits TIMEOUT for a worker gets 504)")
+	fs.DurationVar(&f.horizon, "horizon", autopilotHorizon, "autopilot: stop each run this long after its start, whoever is still there")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -149,10 +170,21 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	}
 	uses, known := benchScenarioFlags[f.scenario]
 	if !known {
-		problem("scenario", "unknown scenario %q (flash-crowd, throughput, standing-room)", f.scenario)
+		problem("scenario", "unknown scenario %q (flash-crowd, throughput, standing-room, autopilot)", f.scenario)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.scenario == "autopilot" {
+		// The scenario's own defaults, sized for its origin.
+		for name, v := range map[string]*string{"arrivals": &f.arrivals, "browse": &f.browse, "every": &f.every} {
+			if !set[name] {
+				*v = map[string]string{"arrivals": autopilotArrivals, "browse": autopilotBrowse, "every": autopilotEvery}[name]
+			}
+		}
+		if !set["abandon"] {
+			f.abandon = 0
+		}
+	}
 	if known {
 		for _, name := range slices.Sorted(maps.Keys(set)) {
 			if name != "scenario" && name != "self" && name != "json" && !slices.Contains(uses, name) {
@@ -171,7 +203,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 			problem("target", "%q is not an http:// or https:// URL", f.target)
 		}
 	}
-	if f.scenario == "flash-crowd" {
+	if f.scenario == "flash-crowd" || f.scenario == "autopilot" {
 		var err error
 		if f.arr, err = bench.ParseArrivals(f.arrivals); err != nil {
 			problem("arrivals", "%v", err)
@@ -188,19 +220,41 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		if !(f.abandon >= 0 && f.abandon <= 1) {
 			problem("abandon", "%v is not a share from 0 to 1", f.abandon)
 		}
-		if f.total < 1 {
+		if f.scenario == "flash-crowd" && f.total < 1 {
 			problem("total", "%d: a room lets at least 1 visitor in", f.total)
 		}
-		if f.perMinute < 1 {
+		if f.scenario == "flash-crowd" && f.perMinute < 1 {
 			problem("per-minute", "%d: a room lets at least 1 visitor in a minute", f.perMinute)
 		}
-		if f.session < minSession {
+		if f.scenario == "flash-crowd" && f.session < minSession {
 			problem("session", "%v: a room's session_duration is at least %v", f.session, minSession)
 		}
 		if f.plot != "" {
 			if st, err := os.Stat(filepath.Dir(f.plot)); err != nil || !st.IsDir() {
 				problem("plot", "cannot write %s: no folder %s", f.plot, filepath.Dir(f.plot))
 			}
+		}
+	}
+	if f.scenario == "autopilot" {
+		switch f.apCase {
+		case "high", "low", "both":
+		default:
+			problem("case", "%q: high, low or both", f.apCase)
+		}
+		var err error
+		if f.origin, err = parseOrigin(f.originSpec); err != nil {
+			problem("origin", "%v", err)
+		} else if f.origin.Workers > 10000 {
+			problem("origin", "%d workers: at most 10000 in the bench process", f.origin.Workers)
+		}
+		if f.horizon < 10*time.Second || f.horizon > time.Hour {
+			problem("horizon", "%v: from 10s to 1h", f.horizon)
+		}
+		if f.model.Browse.Mean() <= 0 {
+			problem("browse", "%s: the visitors must browse for a while (a mean above zero)", f.browse)
+		}
+		if f.model.RequestEvery.Mean() <= 0 {
+			problem("every", "%s: the pause between requests must have a mean above zero", f.every)
 		}
 	}
 	if f.scenario != "throughput" && (f.refresh < minRefresh || f.refresh > maxRefresh) {

@@ -59,6 +59,7 @@ type CompareSide struct {
 	Name string `json:"name"`
 	// OriginP99Ms and HealthyP99Ms: the origin's p99 over the run and
 	// without load; P99Ratio divides them.
+	OriginP50Ms  float64 `json:"origin_p50_ms"`
 	OriginP99Ms  float64 `json:"origin_p99_ms"`
 	HealthyP99Ms float64 `json:"healthy_p99_ms"`
 	P99Ratio     float64 `json:"p99_ratio"`
@@ -74,7 +75,9 @@ type CompareSide struct {
 	WaitP90S       float64 `json:"wait_p90_s"`
 	Admitted       int     `json:"admitted"`
 	Changes        int     `json:"autopilot_changes"`
-	origin         *bench.OriginStats
+	// Seconds is the run second by second (usher bench only).
+	Seconds []bench.OriginSecond `json:"seconds,omitempty"`
+	origin  *bench.OriginStats
 }
 
 // CompareResult is usher simulate --compare's output.
@@ -120,7 +123,7 @@ func (m *Main) simulateCompare(ctx context.Context, c compareRun) error {
 		}
 		r := bench.Report(tl, bench.RoomLimits(c.room))
 		o := tl.Origin
-		s := CompareSide{Name: side.name, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
+		s := CompareSide{Name: side.name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
 			ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
 			DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted,
 			Changes: o.Changes, origin: o}

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// The autopilot scenario's defaults, used where its flags are not set:
+// an origin of 10 workers at 80-120 ms a request (100 requests a second)
+// that fails a request after 1 s without a worker, and 300 visitors in
+// 10 s who browse 40-80 s with a request about every 2 s.
+const (
+	autopilotOrigin   = "10,80ms-120ms,1s"
+	autopilotArrivals = "flash:300@10s"
+	autopilotBrowse   = "40s-80s"
+	autopilotEvery    = "exp:2s"
+	autopilotHorizon  = 150 * time.Second
+	// autopilotLoad is the share of the origin's capacity the limits are
+	// sized to sustain.
+	autopilotLoad = 0.8
+	// autopilotBaselineN is how many requests measure the healthy
+	// baseline, autopilotBaselineConc of them at once.
+	autopilotBaselineN    = 120
+	autopilotBaselineConc = 4
+)
+
+// The cases: the room's limits 3x above and 3x below what the origin
+// sustains.
+var autopilotCases = []string{"high", "low"}
+
+// AutopilotBenchCase is one case of usher bench --scenario autopilot: the
+// limits and each side's figures.
+type AutopilotBenchCase struct {
+	Case string `json:"case"`
+	// SustainedActive and SustainedPerMinute are what the origin
+	// sustains at autopilotLoad of its capacity; Limits the room's.
+	SustainedActive    int           `json:"sustained_active"`
+	SustainedPerMinute int           `json:"sustained_per_minute"`
+	Limits             bench.Limits  `json:"limits"`
+	Autopilot          string        `json:"autopilot"`
+	Sides              []CompareSide `json:"sides"`
+}
+
+// AutopilotBenchResult is usher bench --scenario autopilot's output.
+type AutopilotBenchResult struct {
+	Scenario string               `json:"scenario"`
+	Origin   string               `json:"origin"`
+	Capacity float64              `json:"origin_capacity_per_s"`
+	Arrivals string               `json:"arrivals"`
+	Browse   string               `json:"browse"`
+	Every    string               `json:"every"`
+	Seed     uint64               `json:"seed"`
+	Horizon  time.Duration        `json:"horizon_ns"`
+	Cases    []AutopilotBenchCase `json:"cases"`
+}
+
+// benchAutopilot runs each case twice against fresh origins with the same
+// arrivals: the room's limits fixed, then governed by its autopilot.
+func (m *Main) benchAutopilot(ctx context.Context, f *benchFlags) (*AutopilotBenchResult, error) {
+	res := &AutopilotBenchResult{Scenario: "autopilot", Arrivals: f.arrivals, Browse: f.browse, Every: f.every, Seed: f.seed,
+		Origin:   fmt.Sprintf("%d workers, service %v, timeout %v", f.origin.Workers, f.origin.Service, f.origin.Timeout),
+		Capacity: f.origin.Capacity(), Horizon: f.horizon}
+	// A browsing visitor sends a request every Every plus its answer's
+	// latency; at autopilotLoad of the capacity the origin carries
+	// this many of them, each for Browse.
+	cycle := f.model.RequestEvery.Mean() + f.origin.Service.Mean()
+	active := int(autopilotLoad * f.origin.Capacity() * cycle.Seconds())
+	perMinute := int(float64(active) / f.model.Browse.Mean().Minutes())
+	for _, name := range autopilotCases {
+		if f.apCase != "both" && f.apCase != name {
+			continue
+		}
+		c := AutopilotBenchCase{Case: name, SustainedActive: active, SustainedPerMinute: perMinute}
+		var block string
+		if name == "high" {
+			c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute = 3*active, 3*perMinute
+			block = "{baseline_samples: 10}"
+		} else {
+			lt, lr := max(1, active/3), max(1, perMinute/3)
+			c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute = lt, lr
+			// The configured limits are safe: they are the floors, and
+			// the ceilings are 1.5x what the origin sustains.
+			block = fmt.Sprintf("{baseline_samples: 10, concurrency: true, min_total_active_users: %d, min_new_users_per_minute: %d, max_total_active_users: %d, max_new_users_per_minute: %d}",
+				lt, lr, active*3/2, perMinute*3/2)
+		}
+		c.Limits.SessionDuration, c.Limits.RefreshInterval = minSession, f.refresh
+		c.Autopilot = block
+		for _, auto := range []bool{false, true} {
+			side, err := m.benchAutopilotSide(ctx, f, c, auto)
+			if err != nil {
+				return nil, err
+			}
+			c.Sides = append(c.Sides, side)
+		}
+		if f.plot != "" {
+			if err := writeAutopilotPlot(casePlot(f.plot, name), c, res); err != nil {
+				return nil, fmt.Errorf("--plot: %w", err)
+			}
+		}
+		res.Cases = append(res.Cases, c)
+	}
+	return res, nil
+}
+
+// casePlot is the plot file of a case: the case's name before the
+// extension of --plot (autopilot.svg: autopilot-high.svg).
+func casePlot(plot, name string) string {
+	ext := filepath.Ext(plot)
+	return strings.TrimSuffix(plot, ext) + "-" + name + ext
+}
+
+func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchResult) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runs := make([]bench.CompareRun, len(c.Sides))
+	for i, s := range c.Sides {
+		runs[i] = bench.CompareRun{Name: s.Name, Origin: s.origin}
+	}
+	title := fmt.Sprintf("usher bench --scenario autopilot: limits 3x too %s, %s", c.Case, res.Arrivals)
+	if err := bench.PlotCompareSVG(out, runs, title); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// benchAutopilotSide runs one side of a case: a fresh origin, its healthy
+// baseline measured at low load, then usher in this process in front of
+// another fresh origin, loaded by the arrivals.
+func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto bool) (CompareSide, error) {
+	name := "fixed limits"
+	if auto {
+		name = "autopilot"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	serve := func(h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		wg.Go(func() { _ = server.Serve(ctx, ln, h, quiet) })
+		return "http://" + ln.Addr().String(), nil
+	}
+	healthy, err := autopilotBaseline(ctx, f, serve)
+	if err != nil {
+		return CompareSide{}, fmt.Errorf("%s: healthy baseline: %w", name, err)
+	}
+	origin := bench.NewLiveOrigin(f.origin, f.seed)
+	originURL, err := serve(origin)
+	if err != nil {
+		return CompareSide{}, err
+	}
+	dir, err := os.MkdirTemp("", "usher-bench-")
+	if err != nil {
+		return CompareSide{}, err
+	}
+	defer os.RemoveAll(dir)
+	block := ""
+	if auto {
+		block = "    autopilot: " + c.Autopilot + "\n"
+	}
+	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+  token: bench-autopilot-token
+store:
+  embedded:
+    path: %s
+rooms:
+  - id: sale
+    origin: %s
+    routes:
+      - path: /
+    total_active_users: %d
+    new_users_per_minute: %d
+    session_duration: %s
+    refresh_interval: %s
+    json_response_enabled: true
+%s`, dir, originURL, c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute, c.Limits.SessionDuration, c.Limits.RefreshInterval, block)
+	cfg, err := config.Parse(strings.NewReader(yaml))
+	if err != nil {
+		return CompareSide{}, fmt.Errorf("bench config: %w", err)
+	}
+	type addrs struct{ pub, adm string }
+	ready := make(chan addrs, 1)
+	inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, adm string) { ready <- addrs{pub, adm} }}
+	errc := make(chan error, 1)
+	wg.Go(func() { errc <- inner.run(ctx, cfg, quiet, "") })
+	var at addrs
+	select {
+	case at = <-ready:
+	case err := <-errc:
+		return CompareSide{}, fmt.Errorf("start usher: %w", err)
+	case <-time.After(20 * time.Second):
+		return CompareSide{}, fmt.Errorf("start usher: not listening after 20 s")
+	}
+
+	// Second by second: the origin's figures with the room's.
+	var changes int
+	sampled := make(chan struct{})
+	sctx, stopSampling := context.WithCancel(ctx)
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case now := <-tick.C:
+				st, err := roomStatus(sctx, "http://"+at.adm, "sale")
+				if err != nil {
+					continue
+				}
+				origin.Second(now, int(st.Waiting), st.Active, st.NewUsersPerMinute, st.TotalActiveUsers)
+				if st.Autopilot != nil {
+					changes = st.Autopilot.Changes
+				}
+			}
+		}
+	}()
+	line := m.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
+	tl, err := bench.Run(ctx, bench.Config{
+		Target:   "http://" + at.pub + "/",
+		Arrivals: f.arr,
+		Model:    f.model,
+		Seed:     f.seed,
+		Horizon:  f.horizon,
+		MaxConns: 1024,
+		Progress: func(p bench.Progress) { line.Update(p.String()) },
+	})
+	line.Done()
+	stopSampling()
+	<-sampled
+	if err != nil {
+		return CompareSide{}, err
+	}
+	o := origin.Stats(healthy)
+	o.Changes = changes
+	r := bench.Report(tl, c.Limits)
+	s := CompareSide{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
+		ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
+		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted,
+		Changes: o.Changes, Seconds: o.Seconds, origin: o}
+	if o.HealthyP99Ms > 0 {
+		s.P99Ratio = o.P99Ms / o.HealthyP99Ms
+	}
+	return s, nil
+}
+
+// autopilotBaseline measures the p99 latency of a fresh origin at low
+// load: autopilotBaselineN requests, autopilotBaselineConc at once (well
+// below its workers).
+func autopilotBaseline(ctx context.Context, f *benchFlags, serve func(http.Handler) (string, error)) (time.Duration, error) {
+	o := bench.NewLiveOrigin(f.origin, f.seed+1)
+	u, err := serve(o)
+	if err != nil {
+		return 0, err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	conc := min(autopilotBaselineConc, max(1, f.origin.Workers/2))
+	var wg sync.WaitGroup
+	errs := make(chan error, conc)
+	for w := range conc {
+		wg.Go(func() {
+			for i := w; i < autopilotBaselineN; i += conc {
+				req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
+				req.Header.Set(bench.HeaderVisitor, "baseline")
+				resp, err := client.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					errs <- fmt.Errorf("origin answered %d at low load", resp.StatusCode)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return o.Percentile(99), nil
+}
+
+// benchRoomStatus is the part of a room's status JSON the bench reads.
+type benchRoomStatus struct {
+	Active            int64 `json:"active"`
+	Waiting           int64 `json:"waiting"`
+	TotalActiveUsers  int   `json:"total_active_users"`
+	NewUsersPerMinute int   `json:"new_users_per_minute"`
+	Autopilot         *struct {
+		Changes int `json:"changes"`
+	} `json:"autopilot"`
+}
+
+// roomStatus reads a room's status from the admin listener at base.
+func roomStatus(ctx context.Context, base, room string) (*benchRoomStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/v1/rooms/"+room+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer bench-autopilot-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var st benchRoomStatus
+	return &st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// writeAutopilotSummary prints the result, one table a case.
+func writeAutopilotSummary(w io.Writer, r *AutopilotBenchResult) error {
+	fmt.Fprintf(w, "Origin %s (capacity %.0f requests a second); %s, browsing %s, a request every %s; seed %d, horizon %s.\n",
+		r.Origin, r.Capacity, r.Arrivals, r.Browse, r.Every, r.Seed, bench.Human(r.Horizon))
+	for _, c := range r.Cases {
+		fmt.Fprintf(w, "\nLimits 3x too %s: %d active, %d a minute (the origin sustains about %d active, %d a minute); autopilot %s.\n\n",
+			c.Case, c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute, c.SustainedActive, c.SustainedPerMinute, c.Autopilot)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\torigin p50\torigin p99\thealthy p99\tvs healthy\terrors\tthroughput\tqueue peak\tdrained at\twait p50\twait p90\tchanges")
+		for _, s := range c.Sides {
+			drained := "not drained"
+			if s.Drained {
+				drained = bench.Human(time.Duration(s.DrainedS * float64(time.Second)))
+			}
+			fmt.Fprintf(tw, "%s\t%.0f ms\t%.0f ms\t%.0f ms\t%.2fx\t%.2f %%\t%.0f/s\t%d\t%s\t%s\t%s\t%d\n", s.Name, s.OriginP50Ms, s.OriginP99Ms,
+				s.HealthyP99Ms, s.P99Ratio, s.ErrorRate*100, s.ThroughputPerS, s.QueuePeak, drained,
+				bench.Human(time.Duration(s.WaitP50S*float64(time.Second))), bench.Human(time.Duration(s.WaitP90S*float64(time.Second))), s.Changes)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
