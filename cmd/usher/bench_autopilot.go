@@ -21,11 +21,11 @@ import (
 )
 
 // The autopilot scenario's defaults, used where its flags are not set:
-// an origin of 10 workers at 80-120 ms a request (100 requests a second)
+// an origin of 10 workers at 160-240 ms a request (50 requests a second)
 // that fails a request after 1 s without a worker, and 300 visitors in
 // 10 s who browse 40-80 s with a request about every 2 s.
 const (
-	autopilotOrigin   = "10,80ms-120ms,1s"
+	autopilotOrigin   = "10,160ms-240ms,1s"
 	autopilotArrivals = "flash:300@10s"
 	autopilotBrowse   = "40s-80s"
 	autopilotEvery    = "exp:2s"

@@ -15,7 +15,7 @@ import (
 // baseline and its errors under 1 %.
 func TestE2EBenchAutopilot(t *testing.T) {
 	plot := filepath.Join(t.TempDir(), "autopilot.svg")
-	// The run is bounded (80 s a side); the origin is small (100 requests
+	// The run is bounded (80 s a side); the origin is small (50 requests
 	// a second) so that the box's other work does not blur the contrast.
 	code, out, errs := runMain(t, "bench", "--self", "--scenario", "autopilot", "--case", "high", "--horizon", "80s",
 		"--json", "--plot", plot)
