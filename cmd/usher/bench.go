@@ -50,6 +50,9 @@ type benchFlags struct {
 	// compareEmbedded also measures a usher on the embedded store, with
 	// redis.
 	compareEmbedded bool
+	// targets, when not empty, are the only targets loaded (names as in
+	// throughputTargets), for profiling one path.
+	targets []string
 
 	// standing-room
 	bound      time.Duration
@@ -97,7 +100,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh"},
-	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded"},
+	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps"},
 }
 
@@ -116,7 +119,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
 	var f benchFlags
 	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput or standing-room")
-	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and a plain reverse proxy in this process")
+	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and (throughput) reference reverse proxies on this machine")
 	fs.StringVar(&f.target, "target", "", "flash-crowd against a running usher: the URL of the room (with --total etc. describing it)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&f.plot, "plot", "", "flash-crowd: write an SVG plot to this file")
@@ -136,6 +139,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.redis, "redis", "", "throughput: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput: --redis is a Redis Cluster")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
+	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
 	fs.StringVar(&f.stepsFlag, "steps", "", "standing-room: the numbers of waiters to try, comma-separated and rising (default 1000,10000,100000,250000,500000,1000000 up to --max-waiters)")
@@ -215,6 +219,14 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.workers < 1 {
 			problem("workers", "%d: at least 1", f.workers)
+		}
+		if *targets != "" {
+			for t := range strings.SplitSeq(*targets, ",") {
+				if !slices.Contains(throughputTargets, t) {
+					problem("targets", "unknown target %q (%s)", t, strings.Join(throughputTargets, ", "))
+				}
+				f.targets = append(f.targets, t)
+			}
 		}
 		switch {
 		case f.redis == "" && (f.redisCluster || f.compareEmbedded):

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -33,10 +34,14 @@ func benchWarnings(out any) []string {
 	case *ThroughputResult:
 		var ws []string
 		for _, t := range []struct {
-			name string
-			f    Figure
-		}{{"origin direct", r.Origin}, {"plain proxy", r.PlainProxy}, {"admitted", r.Admitted},
-			{"new visitor", r.NewVisitor}, {"check-in", r.CheckIn}} {
+			name, target string
+			f            Figure
+		}{{"origin direct", "origin", r.Origin}, {"proxy-tuned", "proxy-tuned", r.ProxyTuned},
+			{"proxy-unpooled", "proxy-unpooled", r.ProxyUnpooled}, {"admitted", "admitted", r.Admitted},
+			{"new visitor", "new", r.NewVisitor}, {"check-in", "checkin", r.CheckIn}} {
+			if len(r.Targets) > 0 && !slices.Contains(r.Targets, t.target) {
+				continue // not loaded (--targets)
+			}
 			switch {
 			case t.f.RPS == 0:
 				ws = append(ws, fmt.Sprintf("%s: no request succeeded, so its figures and ratios measure nothing", t.name))
@@ -56,11 +61,23 @@ func benchWarnings(out any) []string {
 func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 	fmt.Fprintf(w, "Throughput, %d rounds of %s with %d requests in flight, usher on the %s store.\n",
 		r.Rounds, bench.Human(time.Duration(r.DurationS*float64(time.Second))), r.Workers, r.Store)
-	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx a plain reverse proxy's rate (%s against %s req/s), "+
-		"a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
-		r.AdmittedVsPlainProxy, rps(r.Admitted.RPS), rps(r.PlainProxy.RPS), r.NewVisitorVsPlainProxy, r.CheckInVsPlainProxy)
-	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, plain proxy %s, origin direct %s.\n",
-		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.PlainProxy.P50ms), ms(r.Origin.P50ms))
+	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx the rate of a tuned reverse proxy (httputil.ReverseProxy "+
+		"with usher's transport and buffer pool; %s against %s req/s), a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
+		r.AdmittedVsProxyTuned, rps(r.Admitted.RPS), rps(r.ProxyTuned.RPS), r.NewVisitorVsProxyTuned, r.CheckInVsProxyTuned)
+	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, tuned proxy %s, origin direct %s.\n",
+		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.ProxyTuned.P50ms), ms(r.Origin.P50ms))
+	if r.Admitted.CPUus > 0 {
+		fmt.Fprintf(w, "CPU per request: usher %s admitted, %s new visitor, %s check-in; tuned proxy %s, unpooled proxy %s",
+			us(r.Admitted.CPUus), us(r.NewVisitor.CPUus), us(r.CheckIn.CPUus), us(r.ProxyTuned.CPUus), us(r.ProxyUnpooled.CPUus))
+		if r.NginxProxy != nil {
+			fmt.Fprintf(w, ", nginx %s", us(r.NginxProxy.CPUus))
+		}
+		fmt.Fprintln(w, ".")
+	}
+	if r.NginxProxy != nil {
+		fmt.Fprintf(w, "Against nginx as a plain reverse proxy: usher admitted %.2fx; nginx asking usher (forward auth) %.2fx.\n",
+			r.AdmittedVsNginxProxy, r.NginxUsherVsNginxProxy)
+	}
 	if r.EmbeddedAdmitted != nil {
 		fmt.Fprintf(w, "On Redis against the embedded store: admitted %.2fx, new visitor %.2fx, check-in %.2fx.\n",
 			r.AdmittedRedisVsEmbedded, r.NewVisitorRedisVsEmbedded, r.CheckInRedisVsEmbedded)
@@ -93,6 +110,9 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 	}
 	fmt.Fprintf(w, "The load generator held its waiters in %.0f MB.\n", r.GeneratorRSSMB)
 }
+
+// us writes microseconds: "42.1us".
+func us(x float64) string { return fmt.Sprintf("%.1fus", x) }
 
 // rps writes requests a second, rounded to the unit.
 func rps(x float64) string { return bench.Count(int(x + 0.5)) }

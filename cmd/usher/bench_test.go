@@ -38,6 +38,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{"rounds", []string{"--self", "--scenario", "throughput", "--rounds", "0"}, "--rounds: 0: at least 1"},
 		{"duration", []string{"--self", "--scenario", "throughput", "--duration", "0s"}, "--duration: 0s: must be above zero"},
 		{"workers", []string{"--self", "--scenario", "throughput", "--workers", "-1"}, "--workers: -1: at least 1"},
+		{"targets", []string{"--self", "--scenario", "throughput", "--targets", "admitted,usher"}, "--targets: unknown target \"usher\" (origin, proxy-tuned, proxy-unpooled, admitted, new, checkin, nginx-proxy, nginx-usher)"},
+		{"targets elsewhere", []string{"--self", "--scenario", "standing-room", "--targets", "admitted"}, "--targets: --scenario standing-room does not use it"},
 		{"redis with flash", []string{"--self", "--redis", "127.0.0.1:6379"}, "--redis: --scenario flash-crowd does not use it"},
 		{"redis cluster alone", []string{"--self", "--scenario", "throughput", "--redis-cluster"}, "--redis: --redis-cluster and --compare-embedded need --redis ADDR"},
 		{"redis addresses", []string{"--self", "--scenario", "throughput", "--redis", "a:1,b:2"}, "--redis: several addresses need --redis-cluster"},
@@ -111,5 +113,18 @@ func TestBenchFlashSummary(t *testing.T) {
 		if _, ok := doc[key]; !ok {
 			t.Errorf("JSON lacks %q", key)
 		}
+	}
+}
+
+// TestBenchWarningsTargets: with --targets, the targets not loaded raise
+// no warning; a loaded one that served nothing does.
+func TestBenchWarningsTargets(t *testing.T) {
+	r := &ThroughputResult{Targets: []string{"admitted", "proxy-tuned"}, Admitted: Figure{RPS: 10}}
+	ws := benchWarnings(r)
+	if len(ws) != 1 || !strings.HasPrefix(ws[0], "proxy-tuned: no request succeeded") {
+		t.Errorf("warnings %q: want one, for proxy-tuned", ws)
+	}
+	if ws := benchWarnings(&ThroughputResult{}); len(ws) != 6 {
+		t.Errorf("all targets loaded, none served: %d warnings %q, want 6", len(ws), ws)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -47,6 +49,16 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Changed, when set, is called with the audit entry of every change
+	// made through the API, once it is stored and in force on this node
+	// (the events' room.settings_changed). It must not block.
+	Changed func(AuditEntry)
+	// Events, when set, serves GET /api/v1/stream: the event stream
+	// (server-sent events) of the bus.
+	Events *notify.Bus
+	// Analytics reads the rooms' analytics (the store; nil: GET
+	// /api/v1/rooms/{id}/analytics answers 503).
+	Analytics analytics.Reader
 }
 
 // Token is a named admin bearer token.
@@ -64,16 +76,19 @@ const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
-	mux     *http.ServeMux
-	tokens  []tokenHash
-	layers  *Layers
-	rooms   func() []*usher.Room
-	status  StatusFunc
-	logger  *slog.Logger
-	now     func() time.Time
-	version string
-	invite  InviteFunc
-	live    *liveHub
+	mux       *http.ServeMux
+	tokens    []tokenHash
+	layers    *Layers
+	rooms     func() []*usher.Room
+	status    StatusFunc
+	logger    *slog.Logger
+	now       func() time.Time
+	version   string
+	invite    InviteFunc
+	live      *liveHub
+	changed   func(AuditEntry)
+	events    *notify.Bus
+	analytics analytics.Reader
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -81,14 +96,17 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		tokens:  hashTokens(opts.Token, opts.Tokens),
-		layers:  opts.Layers,
-		rooms:   opts.Rooms,
-		status:  opts.Status,
-		logger:  opts.Logger,
-		now:     opts.Now,
-		version: opts.Version,
-		invite:  opts.Invite,
+		tokens:    hashTokens(opts.Token, opts.Tokens),
+		layers:    opts.Layers,
+		rooms:     opts.Rooms,
+		status:    opts.Status,
+		logger:    opts.Logger,
+		now:       opts.Now,
+		version:   opts.Version,
+		invite:    opts.Invite,
+		changed:   opts.Changed,
+		events:    opts.Events,
+		analytics: opts.Analytics,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -109,6 +127,9 @@ func New(opts Options) *Handler {
 	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
+		if err := opts.Metrics.registry.Register(&liveCollector{h.live}); err != nil {
+			h.logger.Warn("the live stream's metrics are registered already (one admin handler per Metrics)", "err", err)
+		}
 	}
 	h.mux = mux
 	return h

@@ -36,6 +36,13 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// OnBreaker, when set, is called when the store's circuit breaker
+	// opens (open true, with the last store error: decisions apply the
+	// fail mode) and when it closes again. It must not block.
+	OnBreaker func(open bool, err error)
+	// Observer, when not nil, is told of arrivals, admissions and ended
+	// sessions (see Observation); never of an admitted visitor's request.
+	Observer Observer
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -65,6 +72,7 @@ func New(store usher.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
+	e.brk.onChange = opts.OnBreaker
 	if opts.CellSlack > 0 {
 		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
 	}
@@ -152,6 +160,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				return d, nil
 			}
+		} else if !ses.Valid && e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
+			e.observe(room.ID, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -194,6 +204,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
 	admittedTk.Joining = false
+	admittedTk.Announced = time.Time{}
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -252,13 +263,13 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		}
 	}
 	if !e.brk.allow(now) {
-		return e.failDecision(base, tk, fresh, s, now), nil
+		return e.failDecision(room.ID, base, tk, fresh, s, now), nil
 	}
 	res, err := e.store.Admit(ctx, room.ID, op)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(base, tk, fresh, s, now), nil
+			return e.failDecision(room.ID, base, tk, fresh, s, now), nil
 		}
 		return usher.Decision{}, err
 	}
@@ -276,7 +287,11 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		tk.Place, tk.Back = op.Client.Back, true
 	}
 	d.TicketChanged = true
+	if fresh {
+		e.observe(room.ID, Observation{What: Arrived, At: now})
+	}
 	if res.Admitted {
+		e.observeAdmitted(room.ID, &tk, now)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = admittedTk
@@ -309,7 +324,21 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
 	e.estimate(&d, res, &sched, now)
+	announce(&d, now)
 	return d, nil
+}
+
+// maxAnnounced is the longest announced wait a ticket keeps (longer
+// estimates are not worth measuring against).
+const maxAnnounced = 30 * 24 * time.Hour
+
+// announce records in a waiting ticket the admission time its first
+// waiting page with a known estimate announces, so that the error of the
+// estimate can be measured at admission.
+func announce(d *usher.Decision, now time.Time) {
+	if d.WaitKnown && d.Ticket.Announced.IsZero() && d.EstimatedWait >= 0 && d.EstimatedWait <= maxAnnounced {
+		d.Ticket.Announced = now.Add(d.EstimatedWait).Truncate(time.Millisecond)
+	}
 }
 
 // estimate fills in the decision's estimated wait.
@@ -344,13 +373,13 @@ func countedAfter(now, prev time.Time) time.Time {
 func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d usher.Decision, sched *usher.Schedule, now time.Time) (usher.Decision, error) {
 	s := &sched.Settings
 	if !e.brk.allow(now) {
-		return e.failDecision(d, tk, false, s, now), nil
+		return e.failDecision(room, d, tk, false, s, now), nil
 	}
 	ahead, st, err := e.store.Peek(ctx, room, now, tk.Bucket())
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(d, tk, false, s, now), nil
+			return e.failDecision(room, d, tk, false, s, now), nil
 		}
 		return usher.Decision{}, err
 	}

@@ -31,6 +31,9 @@ func (c *Config) Explain(w io.Writer) error {
 		for j := range rm.Rules {
 			fmt.Fprintf(&b, "  %s\n", explainRule(j, &rm.Rules[j]))
 		}
+		for _, w := range hooksOfRoom(c, rm) {
+			fmt.Fprintf(&b, "  %s\n", explainWebhook(w))
+		}
 	}
 	switch {
 	case c.RejectUnknownHosts() && c.Origin == "":

@@ -84,6 +84,7 @@ func (c *Config) Validate() error {
 	}
 	checkSameRoutes(&r, c.Rooms)
 	checkCookieScopes(&r, c.Rooms)
+	c.checkWebhooks(&r)
 	return r.err()
 }
 

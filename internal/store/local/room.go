@@ -51,6 +51,7 @@ type room struct {
 	activeN  int64                     // sum of active
 	admitted map[int64]int64           // second -> admissions
 	admN     int64                     // sum of admitted
+	lapsed   int64                     // waiting counts expired (abandoned), since the store opened
 	expired  int64                     // every cell with expiry <= this is gone
 
 	records *records
@@ -121,6 +122,7 @@ func (r *room) expire(now int64) {
 		}
 		for b, c := range bs {
 			r.live.add(b, -c)
+			r.lapsed += max(c, 0)
 			r.mark(cellKey{kindWaiting, exp, b})
 		}
 		delete(r.waiting, exp)

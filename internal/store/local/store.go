@@ -66,6 +66,8 @@ type Store struct {
 	closeOnce  sync.Once
 
 	rt runtimeDoc // the runtime document and the audit log (runtime.go)
+
+	analytics map[string]memAnalytics // by room, without a file (analytics.go)
 }
 
 // span is a half-open time span [From, To).
@@ -213,7 +215,9 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(0, 0), nil
+	st := r.stats(0, 0)
+	st.Lapsed = r.lapsed
+	return st, nil
 }
 
 // LoadKeys implements usher.Store.

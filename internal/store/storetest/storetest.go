@@ -55,6 +55,9 @@ func Run(t *testing.T, open Opener) {
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
 		{"ParallelAdmitsHoldTheLimit", testParallelAdmits},
+		{"AnalyticsMerge", testAnalyticsMerge},
+		{"AnalyticsRefusesBadInput", testAnalyticsRefusesBadInput},
+		{"AnalyticsParallelAddsMerge", testAnalyticsParallelAddsMerge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,10 +233,17 @@ func testAbandonedWaitersExpire(t *testing.T, s usher.Store) {
 	if res := mustAdmit(t, s, "r", later); res.Ahead != 1 {
 		t.Fatalf("behind a live waiter: ahead = %d, want 1", res.Ahead)
 	}
+	if st := mustStats(t, s, "r", T0.Add(3*time.Second)); st.Lapsed != 0 {
+		t.Fatalf("lapsed = %d before any cell expired, want 0", st.Lapsed)
+	}
 	// The first waiter never checks in again: from its cell's expiry on it
 	// is nobody's obstacle.
 	if res := mustAdmit(t, s, "r", checkIn(later, T0.Add(6*time.Second))); res.Ahead != 0 || res.Waiting != 1 {
 		t.Fatalf("after the abandoned waiter's cell expired: %+v, want 0 ahead, 1 waiting", res)
+	}
+	// It lapsed; the waiter who checked in (moved out of its cell) did not.
+	if st := mustStats(t, s, "r", T0.Add(6*time.Second)); st.Lapsed != 1 {
+		t.Fatalf("lapsed = %d after one waiter's cell expired, want 1", st.Lapsed)
 	}
 }
 
