@@ -46,6 +46,7 @@ type Engine struct {
 
 	brk     breaker
 	revoked revoked
+	flow    flows // what this engine saw of each line, for estimates
 
 	mu  sync.Mutex
 	rng func() uint64
@@ -256,7 +257,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	if res.Replay {
-		return e.replayed(d, tk, res, &sched, now), nil
+		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
 	if res.OverClient {
 		d.OverClient = true
@@ -268,6 +269,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d.TicketChanged = true
 	if res.Admitted {
+		e.flow.admitted(room.ID, now)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = admittedTk
@@ -290,13 +292,17 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Ticket = tk
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
-	e.estimate(&d, res, &sched, now)
+	e.estimate(&d, room.ID, tk.Bucket(), res, &sched, now)
 	return d, nil
 }
 
-// estimate fills in the decision's estimated wait.
-func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
+// estimate fills in the decision's estimated wait for a waiter of bucket
+// in room.
+func (e *Engine) estimate(d *usher.Decision, room string, bucket int64, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
 	s := &sched.Settings
+	if sched.Phase != usher.Prequeue && s.QueueingMethod != usher.Random {
+		e.flow.waiting(room, now, bucket, res.Ahead)
+	}
 	switch {
 	case sched.Phase == usher.Prequeue:
 		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
@@ -305,7 +311,7 @@ func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher
 	case s.QueueAll:
 		// Nobody is let in until the operator lifts queue_all.
 	default:
-		d.WaitKnown, d.EstimatedWait = estimate(res, s, d.RefreshAfter)
+		d.WaitKnown, d.EstimatedWait = e.fifoWait(room, res, s, d.RefreshAfter, now)
 	}
 }
 
@@ -343,7 +349,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	d.Ticket = tk
 	d.Position = ahead + 1
 	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
-	e.estimate(&d, usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
+	e.estimate(&d, room, tk.Bucket(), usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
 	return d, nil
 }
 
@@ -352,7 +358,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 // page and its JSON at once, a proxy asking twice): within ReplayGrace it
 // gets the same admission. Otherwise nothing changes: the ticket is not
 // sent again and the waiter sees its place.
-func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
+func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
 	d.Replay = true
 	rec := res.Record
 	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
@@ -374,7 +380,7 @@ func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResu
 	if !tk.NextCheckIn.IsZero() {
 		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
 	}
-	e.estimate(&d, res, sched, now)
+	e.estimate(&d, room, tk.Bucket(), res, sched, now)
 	return d
 }
 

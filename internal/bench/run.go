@@ -245,13 +245,16 @@ type answer struct {
 
 // waitingJSON is the part of usher's JSON waiting answer a visitor reads.
 type waitingJSON struct {
-	InWaitingRoom          bool  `json:"inWaitingRoom"`
-	WaitTimeKnown          bool  `json:"waitTimeKnown"`
-	WaitTime               int64 `json:"waitTime"`
-	RefreshIntervalSeconds int   `json:"refreshIntervalSeconds"`
-	Position               int64 `json:"position"`
-	PeopleAhead            int64 `json:"peopleAhead"`
-	IsEventPrequeueing     bool  `json:"isEventPrequeueing"`
+	InWaitingRoom          bool   `json:"inWaitingRoom"`
+	WaitTimeKnown          bool   `json:"waitTimeKnown"`
+	WaitTime               int64  `json:"waitTime"`
+	WaitTimeSeconds        *int64 `json:"waitTimeSeconds"`
+	WaitTimeLowSeconds     *int64 `json:"waitTimeLowSeconds"`
+	WaitTimeHighSeconds    *int64 `json:"waitTimeHighSeconds"`
+	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
+	Position               int64  `json:"position"`
+	PeopleAhead            int64  `json:"peopleAhead"`
+	IsEventPrequeueing     bool   `json:"isEventPrequeueing"`
 }
 
 // maxBody bounds what a visitor reads of an answer.
@@ -332,6 +335,14 @@ func classify(a answer, h http.Header, body []byte) answer {
 		ETAKnown: w.WaitTimeKnown, ETA: time.Duration(w.WaitTime) * time.Minute,
 		Refresh:  time.Duration(w.RefreshIntervalSeconds) * time.Second,
 		Prequeue: w.IsEventPrequeueing,
+	}
+	// The wait in seconds where usher gives it (whole minutes otherwise).
+	if w.WaitTimeSeconds != nil {
+		a.checkIn.ETA = time.Duration(*w.WaitTimeSeconds) * time.Second
+	}
+	if w.WaitTimeKnown && w.WaitTimeLowSeconds != nil && w.WaitTimeHighSeconds != nil {
+		a.checkIn.ETALow = time.Duration(*w.WaitTimeLowSeconds) * time.Second
+		a.checkIn.ETAHigh = time.Duration(*w.WaitTimeHighSeconds) * time.Second
 	}
 	return a
 }
