@@ -57,15 +57,12 @@ func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings,
 //	concurrency: total - active + total/hold * t
 //	rate:        new_users_per_minute - (the last minute's admissions still in the window at t), per minute
 //
-// reach need, where hold is the least a session lasts (session_duration,
-// plus a renewal step when renewals are on). The rate window's
+// reach need, where hold is the least a session is counted
+// (usher.SessionHold). The rate window's
 // admissions leave it at the seconds this engine saw them made (scaled to
 // the store's count, which includes other nodes').
 func (e *Engine) forecast(room string, res usher.AdmitResult, s *usher.Settings, now time.Time, need int64) time.Duration {
-	hold := s.SessionDuration
-	if !s.DisableSessionRenewal {
-		hold += usher.RenewStep(hold)
-	}
+	hold := usher.SessionHold(s)
 	total, perMin := float64(s.TotalActiveUsers), float64(s.NewUsersPerMinute)
 	turnover := math.Inf(1) // per second
 	if hold > 0 {
