@@ -269,7 +269,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d.TicketChanged = true
 	if res.Admitted {
-		e.flow.admitted(room.ID, now)
+		e.flow.admitted(room.ID, now, admittedTk.Cell)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = admittedTk
@@ -461,6 +461,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 			d.Ticket, d.TicketChanged = next, true
 		}
 	default:
+		e.flow.renewed(room, now, t.Cell, next.Cell)
 		d.Ticket, d.TicketChanged = next, true
 	}
 	return d, true

@@ -24,6 +24,8 @@ import (
 // The serving counter's rate takes over as its span grows to servingSpan.
 const (
 	servingSpan = time.Minute
+	// servingMin is the shortest span a marker must have been followed.
+	servingMin = 10 * time.Second
 	// servingMax is the longest span a marker is followed.
 	servingMax = 3 * time.Minute
 	// forecastSteps is how many seconds the forecast walks one by one;
@@ -43,10 +45,16 @@ func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings,
 	need := res.Ahead + 1
 	wait := e.forecast(room, res, s, now, need)
 	fresh := 2*s.RefreshInterval + 2*time.Second
-	if rate, span, ok := e.flow.clearing(room, now, fresh, servingMax); ok && rate > 0 {
-		served := time.Duration(float64(need-res.Slots) / rate * float64(time.Second))
+	if rate, span, ok := e.flow.clearing(room, now, fresh, servingMax); ok && rate > 0 && span >= servingMin {
+		// Blend the rates, not the times: a line that has only begun to
+		// move (a serving counter that saw mostly the stall before the
+		// first sessions ended) must not stretch the wait without bound.
+		beyond := float64(need - min(res.Slots, need))
+		forecast := beyond / max(wait.Seconds(), 1e-3)
 		w := min(span.Seconds()/servingSpan.Seconds(), 1)
-		wait = time.Duration(w*float64(served) + (1-w)*float64(wait))
+		if r := w*rate + (1-w)*forecast; r > 0 {
+			wait = time.Duration(beyond / r * float64(time.Second))
+		}
 	}
 	return true, wait + come
 }
@@ -69,8 +77,9 @@ func (e *Engine) forecast(room string, res usher.AdmitResult, s *usher.Settings,
 		turnover = total / hold.Seconds()
 	}
 	free := max(total-float64(res.Active), 0)
+	active := float64(res.Active)
 	last := float64(res.AdmittedLastMinute)
-	share, shaped := e.flow.window(room, now)
+	p := e.flow.profile(room, now)
 	// rate(t) is the admissions the rate limit allows in (now, now+t].
 	rate := func(t int) float64 {
 		if perMin <= 0 {
@@ -84,12 +93,23 @@ func (e *Engine) forecast(room string, res usher.AdmitResult, s *usher.Settings,
 			x = (t-1)%60 + 1
 		}
 		still := last * float64(60-x) / 60
-		if shaped {
-			still = last * share[x]
+		if p.windowOK {
+			still = last * p.window[x]
 		}
 		return perMin*float64((t-x)/60) + max(perMin-still, 0)
 	}
-	cap := func(t int) float64 { return min(free+turnover*float64(t), rate(t)) }
+	// conc(t) is the places free by now+t: free now, the running sessions
+	// that end by then (at their counted end, as far as this engine has
+	// seen them, or spread over hold), and those let in from now on, which
+	// turn over after hold.
+	conc := func(t int) float64 {
+		ft := float64(t)
+		if !p.endedOK {
+			return free + turnover*ft
+		}
+		return free + active*p.ended[min(t, profileSteps-1)] + turnover*max(0, ft-hold.Seconds())
+	}
+	cap := func(t int) float64 { return min(conc(t), rate(t)) }
 	n := float64(need)
 	if cap(forecastSteps) < n {
 		long := min(turnover, perMin/60)

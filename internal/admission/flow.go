@@ -7,9 +7,12 @@ import (
 
 // flows is what an engine has seen of each room's line: its own
 // admissions per second (the shape of the rate window, which the store
-// only sums) and the serving counter's markers (how fast the people ahead
-// of a place leave the line). It is a fixed amount of memory per room, and
-// rooms come from the config: nothing a visitor sends makes it grow.
+// only sums), the seconds at which the sessions it counted end unless
+// renewed (the store only sums them), and the serving counter's markers
+// (how fast the people ahead of a place leave the line). Its memory per
+// room is fixed but for the sessions' ends, one count per second of a
+// session's length; rooms come from the config: nothing a visitor sends
+// makes it grow.
 type flows struct {
 	mu    sync.Mutex
 	rooms map[string]*flow
@@ -36,6 +39,13 @@ type flow struct {
 	marks [flowMarkers]marker
 	next  int   // the marker to place next
 	last  int64 // unix ms of the latest marker
+	// ends counts this engine's sessions by the second their active cell
+	// expires (a session ends then unless renewed).
+	ends   map[int64]int64
+	pruned int64 // the second ends was last pruned at
+	// prof is the profile of the second prof.sec, made at most once a
+	// second; it is never changed once made.
+	prof *profile
 }
 
 type flowSec struct{ sec, n int64 }
@@ -62,11 +72,13 @@ func (f *flows) room(id string) *flow {
 	return r
 }
 
-// admitted records an admission in room at now.
-func (f *flows) admitted(room string, now time.Time) {
+// admitted records an admission in room at now, counted in the active
+// cell expiring at cell.
+func (f *flows) admitted(room string, now time.Time, cell int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.room(room)
+	r.moveEnd(now.Unix(), 0, cell)
 	sec := now.Unix()
 	s := &r.secs[uint64(sec)%flowSecs]
 	if s.sec != sec {
@@ -96,38 +108,6 @@ func (f *flows) waiting(room string, now time.Time, bucket, ahead int64) {
 	r.marks[r.next] = marker{bucket: bucket, t0: ms, t1: ms, a0: ahead, a1: ahead, adm0: r.admN, adm1: r.admN}
 	r.next = (r.next + 1) % flowMarkers
 	r.last = ms
-}
-
-// window returns, for x = 0..60, the share (0 to 1) of the last minute's
-// admissions made by this engine that are still in the rate window x
-// seconds from now; ok is false when it made none.
-func (f *flows) window(room string, now time.Time) (share [61]float64, ok bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.room(room)
-	sec := now.Unix()
-	// The store's window at a second s holds the admissions of the 61
-	// seconds s-60..s. Of those counted now, the ones of second q are still
-	// in it x seconds later while q >= sec+x-60.
-	var per [61]int64 // per[i]: admissions of second sec-60+i
-	var total int64
-	for i := range per {
-		q := sec - 60 + int64(i)
-		if s := r.secs[uint64(q)%flowSecs]; s.sec == q {
-			per[i] = s.n
-			total += s.n
-		}
-	}
-	if total == 0 {
-		return share, false
-	}
-	// still(x) = sum of per[i] for i >= x.
-	var still int64
-	for x := 60; x >= 0; x-- {
-		still += per[x]
-		share[x] = float64(still) / float64(total)
-	}
-	return share, true
 }
 
 // clearing returns how fast the live waiters ahead of a place leave the
@@ -160,4 +140,111 @@ func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duratio
 	}
 	span = time.Duration(best.t1-best.t0) * time.Millisecond
 	return float64(best.a0-best.a1) / span.Seconds(), span, true
+}
+
+// renewed records a session of room renewed at now from the active cell
+// from to the cell to.
+func (f *flows) renewed(room string, now time.Time, from, to int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.room(room).moveEnd(now.Unix(), from, to)
+}
+
+// moveEnd moves one session's end from the cell from (0: none) to the cell
+// to, forgetting the cells that expired by now.
+func (r *flow) moveEnd(now, from, to int64) {
+	if r.ends == nil {
+		r.ends = map[int64]int64{}
+	}
+	if now > r.pruned {
+		for c := range r.ends {
+			if c <= now {
+				delete(r.ends, c)
+			}
+		}
+		r.pruned = now
+	}
+	if n := r.ends[from]; from > now && n > 0 {
+		if n == 1 {
+			delete(r.ends, from)
+		} else {
+			r.ends[from] = n - 1
+		}
+	}
+	if to > now {
+		r.ends[to]++
+	}
+}
+
+// profileSteps is how many seconds ahead a profile's ends reach.
+const profileSteps = forecastSteps + 1
+
+// profile is what the forecast needs of a room at one second.
+type profile struct {
+	sec int64
+	// window[x], x = 0..60, is the share of this engine's admissions in the
+	// rate window now that are still in it x seconds later; windowOK is
+	// false when it made none.
+	window   [61]float64
+	windowOK bool
+	// ended[x] is the share of this engine's running sessions whose
+	// active cell expires within x seconds (a session ends then unless
+	// renewed); endedOK is false when it counts none.
+	ended   [profileSteps]float64
+	endedOK bool
+}
+
+// profile returns room's profile at now.
+func (f *flows) profile(room string, now time.Time) *profile {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.room(room)
+	sec := now.Unix()
+	if r.prof != nil && r.prof.sec == sec {
+		return r.prof
+	}
+	p := &profile{sec: sec}
+	// The store's window at a second s holds the admissions of the 61
+	// seconds s-60..s. Of those counted now, the ones of second q are still
+	// in it x seconds later while q >= sec+x-60.
+	var per [61]int64 // per[i]: admissions of second sec-60+i
+	var total int64
+	for i := range per {
+		q := sec - 60 + int64(i)
+		if s := r.secs[uint64(q)%flowSecs]; s.sec == q {
+			per[i] = s.n
+			total += s.n
+		}
+	}
+	if total > 0 {
+		p.windowOK = true
+		var still int64
+		for x := 60; x >= 0; x-- {
+			still += per[x]
+			p.window[x] = float64(still) / float64(total)
+		}
+	}
+	// A cell expiring at second c frees its place at c, c - sec seconds
+	// from now.
+	var ends [profileSteps]int64
+	total = 0
+	for c, n := range r.ends {
+		if c <= sec {
+			continue
+		}
+		total += n
+		if x := c - sec; x < profileSteps {
+			ends[x] += n
+		}
+	}
+	if total > 0 {
+		p.endedOK = true
+		var sum int64
+		for x := range ends {
+			sum += ends[x]
+			p.ended[x] = float64(sum) / float64(total)
+		}
+	}
+	r.prof = p
+	return p
 }
