@@ -33,6 +33,9 @@ type selfEnv struct {
 	originURL string
 	proxyURL  string
 	usherURL  string
+	// usherURLs are every usher node's URL, usherURL first
+	// (selfOptions.nodes).
+	usherURLs []string
 	// redis is usher's store when it runs on Redis (selfOptions.redis),
 	// for its call counter; nil on the embedded store.
 	redis *redis.Store
@@ -55,6 +58,9 @@ type selfOptions struct {
 	// trusted are usher's trusted_proxies (a proxy on loopback asking
 	// forward auth); nil: none.
 	trusted []string
+	// nodes, with redis, is how many usher nodes share the store (zero:
+	// one).
+	nodes int
 }
 
 // selfConfig is the self environment's usher config: rooms (YAML of the
@@ -147,6 +153,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		select {
 		case pub := <-ready:
 			env.usherURL = "http://" + pub
+			env.usherURLs = []string{env.usherURL}
 		case err := <-errc:
 			return fail(fmt.Errorf("start usher: %w", err))
 		case <-time.After(20 * time.Second):
@@ -187,6 +194,20 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		return fail(fmt.Errorf("start usher on redis: %w", err))
 	}
 	env.redis, _ = store.(*redis.Store)
+	env.usherURLs = []string{env.usherURL}
+	for range opts.nodes - 1 {
+		// Further nodes on the same store, each with its own client.
+		more, err := selfConfig(dir, rooms, env.originURL)
+		if err != nil {
+			return fail(err)
+		}
+		more.TrustedProxies, more.Keys, more.Store.Redis = opts.trusted, keys, cfg.Store.Redis
+		u, _, err := start(more)
+		if err != nil {
+			return fail(fmt.Errorf("start usher node %d on redis: %w", len(env.usherURLs)+1, err))
+		}
+		env.usherURLs = append(env.usherURLs, u)
+	}
 	if opts.compareEmbedded {
 		embedded, err := selfConfig(dir, rooms, env.originURL)
 		if err != nil {
