@@ -47,6 +47,8 @@ type Engine struct {
 	brk     breaker
 	revoked revoked
 	flow    flows // what this engine saw of each line, for estimates
+	// noServing leaves the serving counter out of estimates (tests).
+	noServing bool
 
 	mu  sync.Mutex
 	rng func() uint64

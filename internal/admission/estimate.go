@@ -45,7 +45,7 @@ func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings,
 	need := res.Ahead + 1
 	wait := e.forecast(room, res, s, now, need)
 	fresh := 2*s.RefreshInterval + 2*time.Second
-	if rate, span, ok := e.flow.clearing(room, now, fresh, servingMax); ok && rate > 0 && span >= servingMin {
+	if rate, span, ok := e.flow.clearing(room, now, fresh, servingMax); ok && rate > 0 && span >= servingMin && !e.noServing {
 		// Blend the rates, not the times: a line that has only begun to
 		// move (a serving counter that saw mostly the stall before the
 		// first sessions ended) must not stretch the wait without bound.
