@@ -73,8 +73,13 @@ type Settings struct {
 	// DefaultTemplateLanguage is the page's language when the visitor's
 	// Accept-Language names none that usher has (empty: en-US).
 	DefaultTemplateLanguage string
-	// RefreshInterval is how often a waiting visitor checks in.
+	// RefreshInterval is how often a waiting visitor checks in near the
+	// front of the line.
 	RefreshInterval time.Duration
+	// MaxRefreshInterval is the longest a FIFO waiter far from the front
+	// is told to wait between check-ins (zero: the default, 2m; never less
+	// than RefreshInterval). See docs/admission.md, "Adaptive check-ins".
+	MaxRefreshInterval time.Duration
 	// ClientLimit caps the new tickets one client may get (zero: off).
 	ClientLimit ClientLimit
 	// ProofOfWork makes a new visitor solve a challenge before it gets a

@@ -80,6 +80,19 @@ type Store interface {
 	// versions below before (0: from the newest); none when the log is
 	// empty. The log keeps the last AuditKeep records.
 	ReadAudit(ctx context.Context, before int64, limit int) ([]AuditRecord, error)
+	// AddAnalytics merges deltas into room's analytics: into the point of
+	// each delta's minute and of the hour that holds it, adding Add fields
+	// and keeping the largest of Max fields, in one atomic step per call.
+	// Points older than their retention (AnalyticsMinuteKeep,
+	// AnalyticsHourKeep) are dropped, so storage stays bounded. A delta
+	// whose minute is not whole, or that would make a point hold more than
+	// AnalyticsMaxFields fields, is refused with EInvalid and nothing is
+	// merged.
+	AddAnalytics(ctx context.Context, room string, deltas []AnalyticsDelta) error
+	// ReadAnalytics returns room's points of step (time.Minute or
+	// time.Hour) whose start is in [from, to), oldest first; steps with
+	// nothing counted are left out (none at all for an unknown room).
+	ReadAnalytics(ctx context.Context, room string, step time.Duration, from, to time.Time) ([]AnalyticsPoint, error)
 	// Close flushes what is pending and releases the store.
 	Close() error
 }
@@ -243,6 +256,12 @@ type RoomStats struct {
 	// Slots is min(total active - active, per minute - admitted last
 	// minute), never below zero.
 	Slots int64
+	// Lapsed is the number of waiters whose waiting count expired (they
+	// stopped checking in: abandoned) since the store began counting the
+	// room; it only grows, except that it starts again from zero when the
+	// store loses or forgets the room's counters. Stats reports it; other
+	// calls may leave it zero.
+	Lapsed int64
 }
 
 // Key is one key of the ticket key ring.

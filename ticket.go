@@ -80,6 +80,10 @@ type Ticket struct {
 	// waited (kept once it is admitted: the admission token says it); 0
 	// when it never waited.
 	Position int64
+	// Announced, when not zero, is the admission time the visitor's first
+	// waiting page with a known estimate announced (kept while it waits,
+	// cleared at admission), so that the estimate's error is measured.
+	Announced time.Time
 	// Binding, when not zero, ties the ticket to the client that got it (a
 	// hash of its address prefix and user agent, as the room's
 	// ticket_binding says): on another client it opens as a new visitor.

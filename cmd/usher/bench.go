@@ -51,10 +51,14 @@ type benchFlags struct {
 	compareEmbedded bool
 	// nodes is how many usher nodes share the Redis store (flash-crowd).
 	nodes int
+	// targets, when not empty, are the only targets loaded (names as in
+	// throughputTargets), for profiling one path.
+	targets []string
 
 	// standing-room
 	bound      time.Duration
 	maxWaiters int
+	maxRefresh time.Duration
 
 	// arr and model are flash-crowd's arrivals and visitors, parsed.
 	arr   bench.Arrivals
@@ -95,8 +99,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
-	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded"},
-	"standing-room": {"refresh", "bound", "max-waiters"},
+	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
+	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh"},
 }
 
 // The bounds a room's config puts on its settings (internal/config), which
@@ -114,7 +118,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room [flags]")
 	var f benchFlags
 	fs.StringVar(&f.scenario, "scenario", "flash-crowd", "flash-crowd, throughput or standing-room")
-	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and a plain reverse proxy in this process")
+	fs.BoolVar(&f.self, "self", false, "start usher, a sample origin and (throughput) reference reverse proxies on this machine")
 	fs.StringVar(&f.target, "target", "", "flash-crowd against a running usher: the URL of the room (with --total etc. describing it)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&f.plot, "plot", "", "flash-crowd: write an SVG plot to this file")
@@ -135,8 +139,10 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput, flash-crowd: --redis is a Redis Cluster")
 	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
+	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
+	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -229,6 +235,14 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		if f.workers < 1 {
 			problem("workers", "%d: at least 1", f.workers)
 		}
+		if *targets != "" {
+			for t := range strings.SplitSeq(*targets, ",") {
+				if !slices.Contains(throughputTargets, t) {
+					problem("targets", "unknown target %q (%s)", t, strings.Join(throughputTargets, ", "))
+				}
+				f.targets = append(f.targets, t)
+			}
+		}
 	}
 	if f.scenario == "standing-room" {
 		if f.bound <= 0 {
@@ -236,6 +250,12 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.maxWaiters < 1000 {
 			problem("max-waiters", "%d: at least 1000, the first step", f.maxWaiters)
+		}
+		if !set["max-refresh"] {
+			f.maxRefresh = max(f.maxRefresh, f.refresh) // the room's default
+		}
+		if f.maxRefresh < f.refresh || f.maxRefresh > maxRefresh {
+			problem("max-refresh", "%v: a room's max_refresh_interval is from its refresh_interval (%v) to %v", f.maxRefresh, f.refresh, maxRefresh)
 		}
 	}
 	if len(bad) > 0 {

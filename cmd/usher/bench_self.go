@@ -9,9 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -25,17 +24,24 @@ import (
 	"github.com/usherhq/usher/internal/ticket"
 )
 
-// selfEnv is usher bench --self: a sample origin, a plain
-// httputil.ReverseProxy to it (the reference), and usher in front of it,
-// all in this process on loopback.
+// selfEnv is usher bench --self: a sample origin and usher in front of
+// it, on loopback, in this process unless said otherwise (selfOptions);
+// with reference proxies for the throughput scenario.
 type selfEnv struct {
 	origin    *bench.Origin
 	originURL string
-	proxyURL  string
 	usherURL  string
 	// usherURLs are every usher node's URL, usherURL first
 	// (selfOptions.nodes).
 	usherURLs []string
+	// tuned and unpooled are the reference proxies to the origin, each in
+	// a process of its own (selfOptions.proxies), nil without: an
+	// httputil.ReverseProxy with the gate's transport and buffer pool, and
+	// the same without the pool.
+	tuned, unpooled *childTarget
+	// usherProc is usher's process when it runs in its own
+	// (selfOptions.separate), nil when it runs in this one.
+	usherProc *childTarget
 	// redis is usher's store when it runs on Redis (selfOptions.redis),
 	// for its call counter; nil on the embedded store.
 	redis *redis.Store
@@ -61,6 +67,11 @@ type selfOptions struct {
 	// nodes, with redis, is how many usher nodes share the store (zero:
 	// one).
 	nodes int
+	// proxies starts the reference proxies (selfEnv.tuned, .unpooled).
+	proxies bool
+	// separate runs usher in a process of its own (embedded store only),
+	// so that its CPU time can be read apart from the load generator's.
+	separate bool
 }
 
 // selfConfig is the self environment's usher config: rooms (YAML of the
@@ -129,16 +140,31 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 	if env.originURL, err = serve(fixed); err != nil {
 		return fail(err)
 	}
-	target, _ := url.Parse(env.originURL)
-	plain := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(target)
-			r.SetXForwarded()
-		},
-		Transport: proxyTransport(),
+	if opts.proxies {
+		if env.tuned, err = startChild(ctx, "proxy", "--origin", env.originURL); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() error { env.tuned.stop(); return nil })
+		if env.unpooled, err = startChild(ctx, "proxy", "--origin", env.originURL, "--unpooled"); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() error { env.unpooled.stop(); return nil })
 	}
-	if env.proxyURL, err = serve(plain); err != nil {
-		return fail(err)
+	if opts.separate && opts.redis == "" {
+		roomsFile := filepath.Join(dir, "rooms.yaml")
+		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o700); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(roomsFile, []byte(rooms), 0o600); err != nil {
+			return fail(err)
+		}
+		if env.usherProc, err = startChild(ctx, "usher", "--dir", filepath.Join(dir, "store"), "--rooms", roomsFile,
+			"--origin", env.originURL, "--trusted", strings.Join(opts.trusted, ",")); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() error { env.usherProc.stop(); return nil })
+		env.usherURL = env.usherProc.url
+		return env, nil
 	}
 	cfg, err := selfConfig(dir, rooms, env.originURL)
 	if err != nil {
@@ -238,14 +264,6 @@ func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log 
 	wg.Go(func() { _ = server.Serve(ctx, ln, n.handler, log) })
 	n.background(ctx, wg, cfg, store, log)
 	return "http://" + ln.Addr().String(), nil
-}
-
-// proxyTransport is the plain proxy's transport: the same settings as the
-// gate's (a clone of the default with 100 idle connections per host).
-func proxyTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 100
-	return t
 }
 
 // fromOrigin reports whether an answer came from the sample origin.

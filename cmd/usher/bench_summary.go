@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -33,10 +34,14 @@ func benchWarnings(out any) []string {
 	case *ThroughputResult:
 		var ws []string
 		for _, t := range []struct {
-			name string
-			f    Figure
-		}{{"origin direct", r.Origin}, {"plain proxy", r.PlainProxy}, {"admitted", r.Admitted},
-			{"new visitor", r.NewVisitor}, {"check-in", r.CheckIn}} {
+			name, target string
+			f            Figure
+		}{{"origin direct", "origin", r.Origin}, {"proxy-tuned", "proxy-tuned", r.ProxyTuned},
+			{"proxy-unpooled", "proxy-unpooled", r.ProxyUnpooled}, {"admitted", "admitted", r.Admitted},
+			{"new visitor", "new", r.NewVisitor}, {"check-in", "checkin", r.CheckIn}} {
+			if len(r.Targets) > 0 && !slices.Contains(r.Targets, t.target) {
+				continue // not loaded (--targets)
+			}
 			switch {
 			case t.f.RPS == 0:
 				ws = append(ws, fmt.Sprintf("%s: no request succeeded, so its figures and ratios measure nothing", t.name))
@@ -56,11 +61,23 @@ func benchWarnings(out any) []string {
 func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 	fmt.Fprintf(w, "Throughput, %d rounds of %s with %d requests in flight, usher on the %s store.\n",
 		r.Rounds, bench.Human(time.Duration(r.DurationS*float64(time.Second))), r.Workers, r.Store)
-	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx a plain reverse proxy's rate (%s against %s req/s), "+
-		"a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
-		r.AdmittedVsPlainProxy, rps(r.Admitted.RPS), rps(r.PlainProxy.RPS), r.NewVisitorVsPlainProxy, r.CheckInVsPlainProxy)
-	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, plain proxy %s, origin direct %s.\n",
-		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.PlainProxy.P50ms), ms(r.Origin.P50ms))
+	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx the rate of a tuned reverse proxy (httputil.ReverseProxy "+
+		"with usher's transport and buffer pool; %s against %s req/s), a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
+		r.AdmittedVsProxyTuned, rps(r.Admitted.RPS), rps(r.ProxyTuned.RPS), r.NewVisitorVsProxyTuned, r.CheckInVsProxyTuned)
+	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, tuned proxy %s, origin direct %s.\n",
+		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.ProxyTuned.P50ms), ms(r.Origin.P50ms))
+	if r.Admitted.CPUus > 0 {
+		fmt.Fprintf(w, "CPU per request: usher %s admitted, %s new visitor, %s check-in; tuned proxy %s, unpooled proxy %s",
+			us(r.Admitted.CPUus), us(r.NewVisitor.CPUus), us(r.CheckIn.CPUus), us(r.ProxyTuned.CPUus), us(r.ProxyUnpooled.CPUus))
+		if r.NginxProxy != nil {
+			fmt.Fprintf(w, ", nginx %s", us(r.NginxProxy.CPUus))
+		}
+		fmt.Fprintln(w, ".")
+	}
+	if r.NginxProxy != nil {
+		fmt.Fprintf(w, "Against nginx as a plain reverse proxy: usher admitted %.2fx; nginx asking usher (forward auth) %.2fx.\n",
+			r.AdmittedVsNginxProxy, r.NginxUsherVsNginxProxy)
+	}
 	if r.EmbeddedAdmitted != nil {
 		fmt.Fprintf(w, "On Redis against the embedded store: admitted %.2fx, new visitor %.2fx, check-in %.2fx.\n",
 			r.AdmittedRedisVsEmbedded, r.NewVisitorRedisVsEmbedded, r.CheckInRedisVsEmbedded)
@@ -69,8 +86,9 @@ func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 
 func writeStandingSummary(w io.Writer, r *StandingResult) {
 	refresh := bench.Human(time.Duration(r.RefreshS * float64(time.Second)))
+	most := bench.Human(time.Duration(r.MaxRefreshS * float64(time.Second)))
 	if r.MaxWaiters == 0 {
-		fmt.Fprintf(w, "Standing room, check-ins every %s: no step stayed within the %s p99 bound.\n", refresh, ms(r.BoundMs))
+		fmt.Fprintf(w, "Standing room, check-ins every %s near the front up to %s: no step stayed within the %s p99 bound.\n", refresh, most, ms(r.BoundMs))
 	} else {
 		var at StandingStep
 		for _, s := range r.Steps {
@@ -78,17 +96,23 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 				at = s
 			}
 		}
-		fmt.Fprintf(w, "usher held %s waiters checking in every %s (%s check-ins a second) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
-			bench.Count(r.MaxWaiters), refresh, rps(at.RateRPS), ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
+		fmt.Fprintf(w, "usher held %s waiters checking in every %s near the front up to %s further back (%s check-ins a second, %.2fx the %s of a fixed %s) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
+			bench.Count(r.MaxWaiters), refresh, most, rps(at.CheckInsPerS), at.CheckInsPerS/at.FixedRPS, rps(at.FixedRPS), refresh, ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
 	}
-	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters != r.MaxWaiters {
-		s := r.Steps[n-1]
-		fmt.Fprintf(w, "At %s waiters it stopped: p99 %s, %s errors, %s of %s check-ins a second.\n",
-			bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.AchievedRPS), rps(s.RateRPS))
-	} else if n > 0 {
+	for _, s := range r.Steps {
+		if s.Waiters > r.MaxWaiters {
+			fmt.Fprintf(w, "At %s waiters: p99 %s, %s errors, %s check-ins a second, sent up to %s late (p99).\n",
+				bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
+		}
+	}
+	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters == r.MaxWaiters {
 		fmt.Fprintf(w, "That is the most it tried (--max-waiters).\n")
 	}
+	fmt.Fprintf(w, "The load generator held its waiters in %.0f MB.\n", r.GeneratorRSSMB)
 }
+
+// us writes microseconds: "42.1us".
+func us(x float64) string { return fmt.Sprintf("%.1fus", x) }
 
 // rps writes requests a second, rounded to the unit.
 func rps(x float64) string { return bench.Count(int(x + 0.5)) }

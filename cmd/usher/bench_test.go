@@ -42,10 +42,14 @@ func TestBenchBadFlags(t *testing.T) {
 		{"nodes", []string{"--self", "--redis", "127.0.0.1:6379", "--nodes", "0"}, "--nodes: 0: from 1 to 16"},
 		{"redis without self", []string{"--target", "http://127.0.0.1:1/", "--redis", "127.0.0.1:6379"}, "--redis: needs --self"},
 		{"redis with standing room", []string{"--self", "--scenario", "standing-room", "--redis", "127.0.0.1:6379"}, "--redis: --scenario standing-room does not use it"},
+		{"targets", []string{"--self", "--scenario", "throughput", "--targets", "admitted,usher"}, "--targets: unknown target \"usher\" (origin, proxy-tuned, proxy-unpooled, admitted, new, checkin, nginx-proxy, nginx-usher)"},
+		{"targets elsewhere", []string{"--self", "--scenario", "standing-room", "--targets", "admitted"}, "--targets: --scenario standing-room does not use it"},
 		{"redis cluster alone", []string{"--self", "--scenario", "throughput", "--redis-cluster"}, "--redis: --redis-cluster and --compare-embedded need --redis ADDR"},
 		{"redis addresses", []string{"--self", "--scenario", "throughput", "--redis", "a:1,b:2"}, "--redis: several addresses need --redis-cluster"},
 		{"bound", []string{"--self", "--scenario", "standing-room", "--bound", "0s"}, "--bound: 0s: must be above zero"},
 		{"max-waiters", []string{"--self", "--scenario", "standing-room", "--max-waiters", "10"}, "--max-waiters: 10: at least 1000"},
+		{"max-refresh below refresh", []string{"--self", "--scenario", "standing-room", "--refresh", "30s", "--max-refresh", "20s"}, "--max-refresh: 20s: a room's max_refresh_interval is from its refresh_interval (30s) to 5m0s"},
+		{"max-refresh with flash-crowd", []string{"--self", "--max-refresh", "1m"}, "--max-refresh: --scenario flash-crowd does not use it"},
 		{"rounds with standing-room", []string{"--self", "--scenario", "standing-room", "--rounds", "2"}, "--rounds: --scenario standing-room does not use it"},
 		{"not a number", []string{"--self", "--total", "many"}, `invalid value "many" for flag -total`},
 		{"stray argument", []string{"--self", "now"}, `unexpected argument "now"`},
@@ -110,5 +114,18 @@ func TestBenchFlashSummary(t *testing.T) {
 		if _, ok := doc[key]; !ok {
 			t.Errorf("JSON lacks %q", key)
 		}
+	}
+}
+
+// TestBenchWarningsTargets: with --targets, the targets not loaded raise
+// no warning; a loaded one that served nothing does.
+func TestBenchWarningsTargets(t *testing.T) {
+	r := &ThroughputResult{Targets: []string{"admitted", "proxy-tuned"}, Admitted: Figure{RPS: 10}}
+	ws := benchWarnings(r)
+	if len(ws) != 1 || !strings.HasPrefix(ws[0], "proxy-tuned: no request succeeded") {
+		t.Errorf("warnings %q: want one, for proxy-tuned", ws)
+	}
+	if ws := benchWarnings(&ThroughputResult{}); len(ws) != 6 {
+		t.Errorf("all targets loaded, none served: %d warnings %q, want 6", len(ws), ws)
 	}
 }

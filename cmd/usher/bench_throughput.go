@@ -35,25 +35,37 @@ const throughputRooms = `  - id: open
     json_response_enabled: true
 `
 
+// throughputTargets are the throughput scenario's targets (--targets).
+var throughputTargets = []string{"origin", "proxy-tuned", "proxy-unpooled", "admitted", "new", "checkin", "nginx-proxy", "nginx-usher"}
+
 // ThroughputResult is usher bench --scenario throughput's output. Each
 // target's figures are medians over the rounds; the ratios are medians of
 // the per-round ratios (each round loads every target once, interleaved,
 // so a ratio compares loads made seconds apart on the same machine).
 type ThroughputResult struct {
-	Scenario   string  `json:"scenario"`
-	Rounds     int     `json:"rounds"`
-	Workers    int     `json:"workers"`
-	DurationS  float64 `json:"duration_s"`
-	Origin     Figure  `json:"origin_direct"`
-	PlainProxy Figure  `json:"plain_proxy"`
-	Admitted   Figure  `json:"admitted"`
-	NewVisitor Figure  `json:"new_visitor"`
-	CheckIn    Figure  `json:"checkin"`
+	Scenario  string  `json:"scenario"`
+	Rounds    int     `json:"rounds"`
+	Workers   int     `json:"workers"`
+	DurationS float64 `json:"duration_s"`
+	// Targets are the targets loaded when --targets names some; the
+	// others' figures and ratios are zero. Omitted: all of them.
+	Targets []string `json:"targets,omitempty"`
+	Origin  Figure   `json:"origin_direct"`
+	// ProxyTuned is the reference: an httputil.ReverseProxy with the
+	// gate's own transport and buffer pool (gate.NewTransport,
+	// gate.NewBufferPool). ProxyUnpooled is the same without the buffer
+	// pool, as ReverseProxy is by default. Each runs in its own process.
+	ProxyTuned    Figure `json:"proxy_tuned"`
+	ProxyUnpooled Figure `json:"proxy_unpooled"`
+	Admitted      Figure `json:"admitted"`
+	NewVisitor    Figure `json:"new_visitor"`
+	CheckIn       Figure `json:"checkin"`
 
-	AdmittedVsPlainProxy   float64 `json:"admitted_vs_plain_proxy"`
-	NewVisitorVsPlainProxy float64 `json:"new_visitor_vs_plain_proxy"`
-	CheckInVsPlainProxy    float64 `json:"checkin_vs_plain_proxy"`
-	PlainProxyVsOrigin     float64 `json:"plain_proxy_vs_origin"`
+	AdmittedVsProxyTuned    float64 `json:"admitted_vs_proxy_tuned"`
+	NewVisitorVsProxyTuned  float64 `json:"new_visitor_vs_proxy_tuned"`
+	CheckInVsProxyTuned     float64 `json:"checkin_vs_proxy_tuned"`
+	ProxyTunedVsOrigin      float64 `json:"proxy_tuned_vs_origin"`
+	AdmittedVsProxyUnpooled float64 `json:"admitted_vs_proxy_unpooled"`
 
 	// Store is usher's store: "embedded", or "redis" with --redis.
 	Store string `json:"store"`
@@ -76,38 +88,41 @@ type ThroughputResult struct {
 	NewVisitorRedisVsEmbedded float64 `json:"new_visitor_redis_vs_embedded,omitempty"`
 	CheckInRedisVsEmbedded    float64 `json:"checkin_redis_vs_embedded,omitempty"`
 
-	// With nginx on PATH, two more targets in the same rounds: nginx
-	// alone in front of the origin, and nginx asking usher first with
-	// docs/integrations/nginx.conf (auth_request), as an admitted visitor
-	// with its cookie. Omitted without nginx.
-	Nginx      *Figure `json:"nginx,omitempty"`
+	// With nginx on PATH, two more targets in the same rounds: nginx as a
+	// plain reverse proxy in front of the origin (nginx-proxy), and nginx
+	// asking usher first with docs/integrations/nginx.conf (auth_request),
+	// as an admitted visitor with its cookie. Omitted without nginx.
+	NginxProxy *Figure `json:"nginx_proxy,omitempty"`
 	NginxUsher *Figure `json:"nginx_usher,omitempty"`
-	// NginxUsherVsNginx is nginx + usher's rate over nginx alone's.
-	NginxUsherVsNginx float64 `json:"nginx_usher_vs_nginx,omitempty"`
-	// UsherCPUPerAuthUs is usher's CPU time per forward-auth request, in
-	// microseconds: this process's CPU time per request through nginx +
-	// usher less that through nginx alone (usher, the origin and the load
-	// generator share this process; nginx runs in its own), the median of
-	// the rounds.
+	// NginxUsherVsNginxProxy is nginx + usher's rate over nginx alone's;
+	// AdmittedVsNginxProxy usher's own (admitted visitor) over nginx's.
+	NginxUsherVsNginxProxy float64 `json:"nginx_usher_vs_nginx_proxy,omitempty"`
+	AdmittedVsNginxProxy   float64 `json:"admitted_vs_nginx_proxy,omitempty"`
+	// UsherCPUPerAuthUs is usher's own CPU time per forward-auth request
+	// (through nginx + usher), in microseconds, the median of the rounds;
+	// omitted when usher runs in the bench process (--redis).
 	UsherCPUPerAuthUs float64 `json:"usher_cpu_per_auth_us,omitempty"`
-	// NginxCPUPerRequestUs and NginxUsherCPUPerRequestUs are nginx's own
-	// CPU time per request (master and workers, from /proc), alone and
-	// asking usher, in microseconds.
-	NginxCPUPerRequestUs      float64 `json:"nginx_cpu_per_request_us,omitempty"`
-	NginxUsherCPUPerRequestUs float64 `json:"nginx_usher_cpu_per_request_us,omitempty"`
 }
 
-// Figure is one target's median requests per second and latencies.
+// Figure is one target's median requests per second and latencies, and
+// the CPU time its server process spent per request.
 type Figure struct {
 	RPS    float64 `json:"rps"`
 	P50ms  float64 `json:"p50_ms"`
 	P99ms  float64 `json:"p99_ms"`
 	Errors int     `json:"errors"`
+	// CPUus is the CPU time (user and system, from /proc/<pid>/stat) the
+	// target's own server process spent per request, in microseconds, the
+	// median of the rounds: usher's for usher's targets, the reference
+	// proxy's, nginx's (master and workers). Omitted for the origin, and
+	// for usher when it runs in the bench process (--redis).
+	CPUus float64 `json:"cpu_us_per_request,omitempty"`
 }
 
 func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputResult, error) {
 	nginxBin, _ := exec.LookPath("nginx")
-	opts := selfOptions{redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded}
+	opts := selfOptions{redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded,
+		proxies: true, separate: true}
 	if nginxBin != "" {
 		// nginx asks usher's forward auth from loopback.
 		opts.trusted = []string{"127.0.0.1/32"}
@@ -139,21 +154,33 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		return r.StatusCode == http.StatusOK && r.Header.Get(bench.HeaderOrigin) == "" &&
 			strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 	}
+	// cpu reads the CPU time of a target's server process so far; nil when
+	// it is not apart from this one.
+	type cpuFunc func() time.Duration
+	var usherCPU cpuFunc
+	if env.usherProc != nil {
+		usherCPU = env.usherProc.cpu
+	}
 	type target struct {
 		name string
 		cfg  bench.LoadConfig
+		cpu  cpuFunc
 	}
 	targets := []target{
-		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}},
-		{"plain", bench.LoadConfig{URL: env.proxyURL + "/open", Expect: fromOrigin}},
-		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}},
-		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}},
-		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}},
+		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}, nil},
+		{"proxy-tuned", bench.LoadConfig{URL: env.tuned.url + "/open", Expect: fromOrigin}, env.tuned.cpu},
+		{"proxy-unpooled", bench.LoadConfig{URL: env.unpooled.url + "/open", Expect: fromOrigin}, env.unpooled.cpu},
+		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}, usherCPU},
+		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}, usherCPU},
+		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}, usherCPU},
 	}
 	if ngx != nil {
 		targets = append(targets,
-			target{"nginx", bench.LoadConfig{URL: ngx.plainURL + "/open", Expect: fromOrigin}},
-			target{"nginx-usher", bench.LoadConfig{URL: ngx.usherURL + "/open", Cookies: true, Expect: fromOrigin}})
+			target{"nginx-proxy", bench.LoadConfig{URL: ngx.plainURL + "/open", Expect: fromOrigin}, ngx.cpu},
+			target{"nginx-usher", bench.LoadConfig{URL: ngx.usherURL + "/open", Cookies: true, Expect: fromOrigin}, ngx.cpu})
+	}
+	if len(f.targets) > 0 {
+		targets = slices.DeleteFunc(targets, func(tg target) bool { return !slices.Contains(f.targets, tg.name) })
 	}
 	if env.embeddedURL != "" {
 		// Each usher target is followed by its twin on the embedded
@@ -171,8 +198,10 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	}
 	byName := map[string][]bench.LoadResult{}
 	served, calls := map[string]int64{}, map[string]int64{}
-	// CPU time per request, each round: this process's and nginx's.
-	selfPerReq, nginxPerReq := map[string][]float64{}, map[string][]float64{}
+	// CPU time per request of each target's process, and of usher's
+	// through nginx, each round.
+	cpuPerReq := map[string][]float64{}
+	var usherPerAuth []float64
 	line := m.progress("usher bench: ")
 	defer line.Done()
 	loads, done := f.rounds*len(targets), 0
@@ -201,71 +230,76 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			if env.redis != nil {
 				before = env.redis.Calls()
 			}
-			var selfBefore, nginxBefore time.Duration
-			if ngx != nil {
-				selfBefore, nginxBefore = selfCPU(), ngx.cpu()
+			var cpuBefore, usherBefore time.Duration
+			if tg.cpu != nil {
+				cpuBefore = tg.cpu()
+			}
+			if usherCPU != nil {
+				usherBefore = usherCPU()
 			}
 			res, err := bench.Load(ctx, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
 			}
-			if ngx != nil {
-				// Every request counts, the cookie visitors' first ones too.
-				n := float64(res.Requests + res.Errors)
-				if cfg.Cookies {
-					n += float64(cfg.Workers)
-				}
-				us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / max(n, 1) }
-				selfPerReq[tg.name] = append(selfPerReq[tg.name], us(selfCPU()-selfBefore))
-				nginxPerReq[tg.name] = append(nginxPerReq[tg.name], us(ngx.cpu()-nginxBefore))
+			// Every request counts, the cookie visitors' first ones too.
+			n := float64(res.Requests + res.Errors)
+			if cfg.Cookies {
+				n += float64(cfg.Workers)
+			}
+			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / max(n, 1) }
+			if tg.cpu != nil {
+				cpuPerReq[tg.name] = append(cpuPerReq[tg.name], us(tg.cpu()-cpuBefore))
+			}
+			if tg.name == "nginx-usher" && usherCPU != nil {
+				usherPerAuth = append(usherPerAuth, us(usherCPU()-usherBefore))
 			}
 			if env.redis != nil {
 				// Every answer counts, the unexpected ones too, and so do
 				// the cookie visitors' first requests, made before the
 				// clock starts: served and calls alike.
 				calls[tg.name] += env.redis.Calls() - before
-				served[tg.name] += int64(res.Requests + res.Errors)
-				if cfg.Cookies {
-					served[tg.name] += int64(cfg.Workers)
-				}
+				served[tg.name] += int64(n)
 			}
 			byName[tg.name] = append(byName[tg.name], res)
 		}
 	}
 	ratio := func(a, b string) float64 {
 		var rs []float64
-		for i := range byName[a] {
+		for i := range min(len(byName[a]), len(byName[b])) {
 			rs = append(rs, byName[a][i].RPS/byName[b][i].RPS)
 		}
 		return median(rs)
 	}
+	fig := func(name string) Figure {
+		x := medianFigure(byName[name])
+		x.CPUus = median(cpuPerReq[name])
+		return x
+	}
 	res := &ThroughputResult{
-		Scenario:               "throughput",
-		Store:                  "embedded",
-		Rounds:                 f.rounds,
-		Workers:                f.workers,
-		DurationS:              f.duration.Seconds(),
-		Origin:                 medianFigure(byName["origin"]),
-		PlainProxy:             medianFigure(byName["plain"]),
-		Admitted:               medianFigure(byName["admitted"]),
-		NewVisitor:             medianFigure(byName["new"]),
-		CheckIn:                medianFigure(byName["checkin"]),
-		AdmittedVsPlainProxy:   ratio("admitted", "plain"),
-		NewVisitorVsPlainProxy: ratio("new", "plain"),
-		CheckInVsPlainProxy:    ratio("checkin", "plain"),
-		PlainProxyVsOrigin:     ratio("plain", "origin"),
+		Scenario:                "throughput",
+		Store:                   "embedded",
+		Rounds:                  f.rounds,
+		Workers:                 f.workers,
+		DurationS:               f.duration.Seconds(),
+		Origin:                  fig("origin"),
+		ProxyTuned:              fig("proxy-tuned"),
+		ProxyUnpooled:           fig("proxy-unpooled"),
+		Admitted:                fig("admitted"),
+		NewVisitor:              fig("new"),
+		CheckIn:                 fig("checkin"),
+		AdmittedVsProxyTuned:    ratio("admitted", "proxy-tuned"),
+		NewVisitorVsProxyTuned:  ratio("new", "proxy-tuned"),
+		CheckInVsProxyTuned:     ratio("checkin", "proxy-tuned"),
+		ProxyTunedVsOrigin:      ratio("proxy-tuned", "origin"),
+		AdmittedVsProxyUnpooled: ratio("admitted", "proxy-unpooled"),
+		Targets:                 f.targets,
 	}
 	if ngx != nil {
-		fig := func(name string) *Figure { x := medianFigure(byName[name]); return &x }
-		res.Nginx, res.NginxUsher = fig("nginx"), fig("nginx-usher")
-		res.NginxUsherVsNginx = ratio("nginx-usher", "nginx")
-		var diff []float64
-		for i := range selfPerReq["nginx-usher"] {
-			diff = append(diff, selfPerReq["nginx-usher"][i]-selfPerReq["nginx"][i])
-		}
-		res.UsherCPUPerAuthUs = median(diff)
-		res.NginxCPUPerRequestUs = median(nginxPerReq["nginx"])
-		res.NginxUsherCPUPerRequestUs = median(nginxPerReq["nginx-usher"])
+		np, nu := fig("nginx-proxy"), fig("nginx-usher")
+		res.NginxProxy, res.NginxUsher = &np, &nu
+		res.NginxUsherVsNginxProxy = ratio("nginx-usher", "nginx-proxy")
+		res.AdmittedVsNginxProxy = ratio("admitted", "nginx-proxy")
+		res.UsherCPUPerAuthUs = median(usherPerAuth)
 	}
 	if env.redis == nil {
 		return res, nil

@@ -94,12 +94,13 @@ usher demo is running: a sample shop behind a waiting room for %d visitor(s) at 
   and the page lets you in by itself when your turn comes.
 
   Room status (JSON):        %s/__usher/status/shop
+  Dashboard:                 http://%s/ (token: demo)
   Admin API:                 curl -H 'Authorization: Bearer demo' http://%s/v1/rooms/shop/status
   Metrics:                   curl -H 'Authorization: Bearer demo' http://%s/metrics
   The shop, directly:        %s/
 
 Press Ctrl-C to stop.
-`, capacity, base, base, admin, admin, shopURL)
+`, capacity, base, base, admin, admin, admin, shopURL)
 		if *visitors > 0 {
 			fmt.Fprintf(m.Stdout, "%d synthetic visitors are coming and going.\n", *visitors)
 			for i := range *visitors {

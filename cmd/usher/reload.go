@@ -43,6 +43,16 @@ func (s *state) invites() *guard.Invites { return s.cur.Load().invites }
 // rooms returns the rooms in force.
 func (s *state) rooms() []*usher.Room { return s.cur.Load().rooms }
 
+// roomIDs returns the IDs of the rooms in force.
+func (s *state) roomIDs() []string {
+	rooms := s.rooms()
+	ids := make([]string, 0, len(rooms))
+	for _, r := range rooms {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
 // trusted returns the trusted proxies in force.
 func (s *state) trusted() []netip.Prefix { return s.cur.Load().trusted }
 

@@ -48,6 +48,7 @@ Change a running usher (its admin API; --admin ADDR or USHER_ADMIN, --token or U
   usher rules list|get|add|set|delete|enable|disable ROOM ...
   usher audit [--room ROOM]   the changes made, newest first
   usher top                   every room's status, refreshed every second
+  usher analytics ROOM        a room's analytics per minute (--since 1h) or hour
 
 Run "usher COMMAND -h" for a command's flags.
 `
@@ -92,6 +93,14 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.audit(ctx, rest)
 	case "top":
 		err = m.top(ctx, rest)
+	case "analytics":
+		err = m.analytics(ctx, rest)
+	case "bench-target":
+		if os.Getenv(benchChildEnv) == "" {
+			fmt.Fprintf(m.Stderr, "usher: unknown command %q\n\n%s", cmd, usage)
+			return 2
+		}
+		err = m.benchTarget(ctx, rest)
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, buildVersion())
 	case "help", "-h", "--help":

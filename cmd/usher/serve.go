@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
@@ -79,7 +80,13 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if err != nil {
 		return err
 	}
+	defer n.events.bus.Close()
+	n.events.startMonitor(n.st, n.engine.Status, store, cfg.Store.Redis != nil)
+	// The rooms' state at start, before any request or change: what
+	// changes from here is an event.
+	n.events.mon.Check(ctx, nowFunc())
 	layers.SetApply(n.apply)
+	layers.SetReloaded(n.events.reloaded)
 	n.metrics.RegisterLayers(layers)
 	engine, st, metrics := n.engine, n.st, n.metrics
 
@@ -104,6 +111,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			return fmt.Errorf("admin.listen: %w", err)
 		}
 	}
+	// Name the node in its own events (breaker, reloads) by host and
+	// public address: several nodes may share a host.
+	n.events.node += " " + pub.Addr().String()
 	if m.Ready != nil {
 		admAddr := ""
 		if adm != nil {
@@ -114,6 +124,9 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Stopping ends the event streams at once (the admin listener's
+	// graceful shutdown would otherwise wait for them).
+	context.AfterFunc(ctx, n.events.bus.Close)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	serve := func(ln net.Listener, h func() error) {
@@ -131,20 +144,28 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	}
 	if adm != nil {
 		ah := admin.New(admin.Options{
-			Tokens:  adminTokens(cfg),
-			Layers:  layers,
-			Rooms:   st.rooms,
-			Status:  engine.Status,
-			Metrics: metrics,
-			Logger:  log,
-			Version: buildVersion().Version,
-			Invite:  n.invite,
+			Tokens:    adminTokens(cfg),
+			Layers:    layers,
+			Rooms:     st.rooms,
+			Status:    engine.Status,
+			Metrics:   metrics,
+			Logger:    log,
+			Version:   buildVersion().Version,
+			Invite:    n.invite,
+			Changed:   n.events.changed,
+			Events:    n.events.bus,
+			Analytics: store,
 		})
+		// The dashboard's live streams end with the server, not at the
+		// shutdown timeout.
+		stopLive := context.AfterFunc(ctx, ah.Close)
+		defer stopLive()
 		serve(adm, func() error {
 			return server.Serve(ctx, adm, server.Recover(log, ah), log.With("listener", "admin"))
 		})
 	}
 	n.background(ctx, &wg, cfg, store, log)
+	wg.Go(func() { n.events.mon.Run(ctx, nowFunc, monitorEvery) })
 	if cfg.Store.Redis != nil {
 		// Other nodes change the runtime overrides too: find their
 		// changes. (The embedded store has one node, which applies its
@@ -170,6 +191,9 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	events    *events
+	decider   *decider
+	recorder  *analytics.Recorder
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -181,9 +205,24 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	if err != nil {
 		return nil, err
 	}
-	n := &node{store: store, engine: admission.New(store, opts), ring: ring, fromStore: fromStore, st: &state{}, log: log}
-	n.metrics = admin.NewMetrics(n.st.rooms, n.engine.Status)
+	ev := newEvents(log)
+	opts.OnBreaker = ev.onBreaker(opts.FailOpen)
+	n := &node{store: store, ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
+	n.metrics = admin.NewMetrics(n.st.rooms, func(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {
+		return n.engine.Status(ctx, room, now)
+	})
+	// The engine's observations make the metrics' per-visitor counters and
+	// the analytics the node flushes to the store.
+	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
+	if opts.Observer != nil {
+		opts.Observer = admission.Observers{opts.Observer, n.recorder}
+	} else {
+		opts.Observer = n.recorder
+	}
+	n.engine = admission.New(store, opts)
+	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
+	ev.bus.Register(n.metrics.Registry())
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
@@ -245,7 +284,7 @@ func (n *node) apply(cfg *config.Config) error {
 		Notes:         notes,
 		Rooms:         rooms,
 		DefaultOrigin: cfg.Origin,
-		Decider:       n.engine,
+		Decider:       n.decider,
 		Sealer:        n.ring,
 		Trusted:       trusted,
 		Logger:        n.log,
@@ -264,6 +303,7 @@ func (n *node) apply(cfg *config.Config) error {
 		}
 	}
 	n.st.set(g, rooms, trusted, invites)
+	n.events.applied(cfg)
 	for _, w := range cfg.Warnings() {
 		n.log.Warn("config: " + w)
 	}
@@ -279,6 +319,7 @@ func (n *node) invite(room string, uses int, expires time.Time, mode usher.Invit
 // background runs the node's background work until ctx ends: on a shared
 // store, keeping the key ring there.
 func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
+	wg.Go(func() { n.recorder.Run(ctx, analyticsFlush) })
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
@@ -291,6 +332,10 @@ func collect(errs <-chan error) []error {
 	}
 	return out
 }
+
+// analyticsFlush is how often a node samples its rooms' counters and
+// flushes its analytics to the store.
+const analyticsFlush = 5 * time.Second
 
 // clockSlack is how long sessions' counts outlive them on a shared store:
 // the clock difference tolerated between nodes. The store's recovery

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // routeAPI registers the /api/v1 paths. The /v1 paths of earlier
@@ -18,7 +19,20 @@ import (
 func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/status", h.serveStatus)
 	mux.HandleFunc("GET /api/v1/rooms/{id}/status", h.serveRoomStatus)
+	mux.HandleFunc("GET /api/v1/rooms/{id}/analytics", h.serveAnalytics)
 	mux.HandleFunc("POST /api/v1/rooms/{id}/invites", h.serveNewInvite)
+	if h.events != nil {
+		mux.Handle("GET /api/v1/stream", h.events.StreamHandler(h.roomExists, func(w http.ResponseWriter, e *notify.StreamError) {
+			code := usher.EInvalid
+			switch e.Status {
+			case http.StatusNotFound:
+				code = usher.ENotFound
+			case http.StatusServiceUnavailable:
+				code = usher.EUnavailable
+			}
+			writeJSON(w, e.Status, errorJSON{Error: errorBody{Code: code, Message: e.Message, Field: e.Param}})
+		}))
+	}
 	if h.layers == nil {
 		return
 	}
@@ -38,6 +52,16 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v1/rooms/{id}/rules/{index}", h.serveDeleteRule)
 	mux.HandleFunc("GET /api/v1/overrides", h.serveOverrides)
 	mux.HandleFunc("GET /api/v1/audit", h.serveAudit)
+}
+
+// roomExists reports whether a room with id is in force.
+func (h *Handler) roomExists(id string) bool {
+	for _, rm := range h.rooms() {
+		if rm.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // RoomView is a room as the API shows it: its settings in force, which of

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/usherhq/usher/internal/analytics"
 )
 
 // Client talks to a running usher's admin API (the CLI's verbs use it).
@@ -218,6 +220,14 @@ func (c *Client) Audit(ctx context.Context, room string, limit int, before int64
 	}
 	var v AuditView
 	return v, c.do(ctx, http.MethodGet, path, "", nil, &v)
+}
+
+// Analytics reads room's analytics of step ("minute" or "hour") over
+// [from, to) (see GET /api/v1/rooms/{id}/analytics).
+func (c *Client) Analytics(ctx context.Context, room string, from, to time.Time, step string) (analytics.Report, error) {
+	q := url.Values{"from": {from.UTC().Format(time.RFC3339)}, "to": {to.UTC().Format(time.RFC3339)}, "step": {step}}
+	var v analytics.Report
+	return v, c.do(ctx, http.MethodGet, roomPath(room)+"/analytics?"+q.Encode(), "", nil, &v)
 }
 
 // NewInvite asks for an invite link's path (see POST

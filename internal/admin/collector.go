@@ -30,6 +30,7 @@ type statusCollector struct {
 	slots     *prometheus.Desc
 	limitTAU  *prometheus.Desc
 	limitNUPM *prometheus.Desc
+	abandoned *prometheus.Desc
 	errors    *prometheus.CounterVec
 }
 
@@ -49,6 +50,9 @@ func newStatusCollector(rooms func() []*usher.Room, status StatusFunc, now func(
 		slots:     gauge("usher_free_slots", "Visitors that could be admitted now."),
 		limitTAU:  gauge("usher_limit_total_active_users", "The room's total_active_users setting."),
 		limitNUPM: gauge("usher_limit_new_users_per_minute", "The room's new_users_per_minute setting."),
+		abandoned: prometheus.NewDesc("usher_abandoned_waiters_total",
+			"Waiters whose place lapsed (they stopped checking in), as the store counts them: shared by every node on one store (take max across nodes, not sum); starts again from zero when the store loses the room's counters.",
+			[]string{"room"}, nil),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_status_errors_total",
 			Help: "Room status calls that failed during a scrape.",
@@ -58,7 +62,7 @@ func newStatusCollector(rooms func() []*usher.Room, status StatusFunc, now func(
 
 // Describe implements prometheus.Collector.
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.active, c.waiting, c.admitted, c.slots, c.limitTAU, c.limitNUPM} {
+	for _, d := range []*prometheus.Desc{c.active, c.waiting, c.admitted, c.slots, c.limitTAU, c.limitNUPM, c.abandoned} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -101,6 +105,7 @@ func (c *statusCollector) collectRoom(ch chan<- prometheus.Metric, room *usher.R
 	gauge(c.waiting, float64(stats.Waiting))
 	gauge(c.admitted, float64(stats.AdmittedLastMinute))
 	gauge(c.slots, float64(stats.Slots))
+	ch <- prometheus.MustNewConstMetric(c.abandoned, prometheus.CounterValue, float64(stats.Lapsed), room.ID)
 	set := room.At(now).Settings // a running event's limits over the room's
 	gauge(c.limitTAU, float64(set.TotalActiveUsers))
 	gauge(c.limitNUPM, float64(set.NewUsersPerMinute))

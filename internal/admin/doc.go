@@ -10,8 +10,12 @@
 // its token's name and the values before and after, in the same atomic
 // store operation. Every node applies it within a second.
 //
-// Every path except GET /healthz needs an "Authorization: Bearer <token>"
-// header; the token is compared in constant time. A read token may GET
+// The dashboard (GET /, dashboard.go) is a page embedded in the binary
+// that draws every room from GET /api/v1/live, a stream of server-sent
+// events (live.go), and changes rooms through the same PATCH as the CLI.
+//
+// Every path except GET /healthz and the dashboard's files needs an
+// "Authorization: Bearer <token>" header; the token is compared in constant time. A read token may GET
 // only. Errors are JSON of the form
 // {"error":{"code":"...","message":"...","field":"..."}}.
 package admin

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // StatusFunc returns a room's live counters at now. An error that is an
@@ -47,6 +49,16 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Changed, when set, is called with the audit entry of every change
+	// made through the API, once it is stored and in force on this node
+	// (the events' room.settings_changed). It must not block.
+	Changed func(AuditEntry)
+	// Events, when set, serves GET /api/v1/stream: the event stream
+	// (server-sent events) of the bus.
+	Events *notify.Bus
+	// Analytics reads the rooms' analytics (the store; nil: GET
+	// /api/v1/rooms/{id}/analytics answers 503).
+	Analytics analytics.Reader
 }
 
 // Token is a named admin bearer token.
@@ -64,15 +76,19 @@ const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
-	mux     *http.ServeMux
-	tokens  []tokenHash
-	layers  *Layers
-	rooms   func() []*usher.Room
-	status  StatusFunc
-	logger  *slog.Logger
-	now     func() time.Time
-	version string
-	invite  InviteFunc
+	mux       *http.ServeMux
+	tokens    []tokenHash
+	layers    *Layers
+	rooms     func() []*usher.Room
+	status    StatusFunc
+	logger    *slog.Logger
+	now       func() time.Time
+	version   string
+	invite    InviteFunc
+	live      *liveHub
+	changed   func(AuditEntry)
+	events    *notify.Bus
+	analytics analytics.Reader
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -80,14 +96,17 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		tokens:  hashTokens(opts.Token, opts.Tokens),
-		layers:  opts.Layers,
-		rooms:   opts.Rooms,
-		status:  opts.Status,
-		logger:  opts.Logger,
-		now:     opts.Now,
-		version: opts.Version,
-		invite:  opts.Invite,
+		tokens:    hashTokens(opts.Token, opts.Tokens),
+		layers:    opts.Layers,
+		rooms:     opts.Rooms,
+		status:    opts.Status,
+		logger:    opts.Logger,
+		now:       opts.Now,
+		version:   opts.Version,
+		invite:    opts.Invite,
+		changed:   opts.Changed,
+		events:    opts.Events,
+		analytics: opts.Analytics,
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -104,6 +123,8 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("GET /v1/rooms/{id}/status", h.serveRoomStatus)
 	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
 	h.routeAPI(mux)
+	h.routeDashboard(mux)
+	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
 	}
@@ -111,11 +132,12 @@ func New(opts Options) *Handler {
 	return h
 }
 
-// ServeHTTP checks the bearer token (except for GET /healthz) and routes the
+// ServeHTTP checks the bearer token (except for GET /healthz and the
+// dashboard's page and files) and routes the
 // request. Unknown paths and wrong methods get JSON errors.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
-	if pattern != healthzPattern {
+	if !public(pattern) {
 		tok, msg := h.authorize(r)
 		if tok == nil {
 			w.Header().Set("WWW-Authenticate", "Bearer")

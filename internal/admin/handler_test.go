@@ -93,7 +93,7 @@ func TestRouting(t *testing.T) {
 		{name: "post healthz", method: "POST", path: "/healthz", wantStatus: http.StatusMethodNotAllowed, wantCode: codeMethodNotAllowed, wantAllow: "GET, HEAD"},
 		{name: "put metrics", method: "PUT", path: "/metrics", wantStatus: http.StatusMethodNotAllowed, wantCode: codeMethodNotAllowed, wantAllow: "GET, HEAD"},
 		{name: "unknown path", method: "GET", path: "/v1/nope", wantStatus: http.StatusNotFound, wantCode: "not_found"},
-		{name: "root", method: "GET", path: "/", wantStatus: http.StatusNotFound, wantCode: "not_found"},
+		{name: "post root (the dashboard)", method: "POST", path: "/", wantStatus: http.StatusMethodNotAllowed, wantCode: codeMethodNotAllowed, wantAllow: "GET, HEAD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,9 +32,10 @@ type Layers struct {
 	log   *slog.Logger
 	apply func(*config.Config) error
 
-	mu  sync.Mutex // serialises loading and applying
-	cur atomic.Pointer[Snapshot]
-	bad int64 // the last version that did not fit this node's file (logged once)
+	mu       sync.Mutex // serialises loading and applying
+	cur      atomic.Pointer[Snapshot]
+	reloaded func(from, to *config.Config) // SetReloaded
+	bad      int64                         // the last version that did not fit this node's file (logged once)
 }
 
 // Snapshot is the layers in force on a node at a moment. It does not
@@ -66,6 +67,11 @@ func NewLayers(store usher.Store, log *slog.Logger) *Layers {
 // SetApply sets the function that puts an effective config in force on
 // the node (its gate); until it is set, nothing is applied.
 func (l *Layers) SetApply(apply func(*config.Config) error) { l.apply = apply }
+
+// SetReloaded sets a function called after a reload of the config file
+// is in force, with the effective configs before and after. It must not
+// block.
+func (l *Layers) SetReloaded(f func(from, to *config.Config)) { l.reloaded = f }
 
 // Current returns the layers in force on this node (no store call).
 func (l *Layers) Current() *Snapshot { return l.cur.Load() }
@@ -177,6 +183,9 @@ func (l *Layers) SetFile(ctx context.Context, next *config.Config) error {
 	}
 	l.cur.Store(&Snapshot{File: next, Runtime: rt, Version: v, Effective: eff})
 	l.logChanges("config file reloaded", v, cur.Effective, eff)
+	if l.reloaded != nil {
+		l.reloaded(cur.Effective, eff)
+	}
 	return nil
 }
 
@@ -388,4 +397,58 @@ func short(s string) string {
 		return s[:77] + "..."
 	}
 	return s
+}
+
+// RoomDiff is what a change of the config did to one room: the fields
+// that differ, with their values before and after as the file writes
+// them (webhooks, which are not room settings, are not among them).
+type RoomDiff struct {
+	Room string
+	// Before and After hold the fields that changed; a room added has no
+	// Before, a room removed no After.
+	Before, After map[string]any
+}
+
+// RoomDiffs lists the rooms whose fields differ between two effective
+// configs, in the order of to, then the rooms removed.
+func RoomDiffs(from, to *config.Config) []RoomDiff {
+	old := make(map[string]map[string]any, len(from.Rooms))
+	for i := range from.Rooms {
+		old[from.Rooms[i].ID] = config.EncodeRoom(&from.Rooms[i])
+	}
+	var out []RoomDiff
+	seen := make(map[string]bool)
+	for i := range to.Rooms {
+		id := to.Rooms[i].ID
+		seen[id] = true
+		now := config.EncodeRoom(&to.Rooms[i])
+		was, ok := old[id]
+		if !ok {
+			out = append(out, RoomDiff{Room: id, After: now})
+			continue
+		}
+		d := RoomDiff{Room: id, Before: map[string]any{}, After: map[string]any{}}
+		for k := range was {
+			if _, ok := now[k]; !ok {
+				d.Before[k] = was[k]
+			}
+		}
+		for k, v := range now {
+			if compactJSON(was[k]) != compactJSON(v) {
+				if w, ok := was[k]; ok {
+					d.Before[k] = w
+				}
+				d.After[k] = v
+			}
+		}
+		if len(d.Before) > 0 || len(d.After) > 0 {
+			out = append(out, d)
+		}
+	}
+	for i := range from.Rooms {
+		if id := from.Rooms[i].ID; !seen[id] {
+			out = append(out, RoomDiff{Room: id, Before: old[id]})
+		}
+	}
+	return out
 }

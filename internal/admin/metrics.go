@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admission"
 )
 
 // decisionBuckets are the upper bounds, in seconds, of the decision duration
@@ -19,25 +20,60 @@ var decisionBuckets = []float64{
 	100e-3, 250e-3, 500e-3, 1,
 }
 
+// queueWaitBuckets are the upper bounds, in seconds, of the time in queue
+// histogram: admitted at once, then 1 s to 4 h.
+var queueWaitBuckets = []float64{0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400}
+
+// originTimeBuckets are the upper bounds, in seconds, of the time on origin
+// histogram: 10 s to 4 h.
+var originTimeBuckets = []float64{10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400}
+
+// etaErrorBuckets are the upper bounds, in percent of the actual wait, of
+// the announced wait's error.
+var etaErrorBuckets = []float64{5, 10, 25, 50, 100, 200, 500}
+
 // Metrics are usher's Prometheus metrics, in a registry of their own that
 // also holds the Go runtime and process collectors. A nil *Metrics records
-// nothing.
+// nothing. Metrics is an admission.Observer: the engine's observations
+// make the per-visitor counters and histograms.
 type Metrics struct {
-	registry  *prometheus.Registry
-	decisions *prometheus.CounterVec
-	durations *prometheus.HistogramVec
+	registry   *prometheus.Registry
+	requests   *prometheus.CounterVec
+	durations  *prometheus.HistogramVec
+	arrivals   *prometheus.CounterVec
+	admissions *prometheus.CounterVec
+	revoked    *prometheus.CounterVec
+	ended      *prometheus.CounterVec
+	queueWait  *prometheus.HistogramVec
+	originTime *prometheus.HistogramVec
+	etaError   *prometheus.HistogramVec
 }
+
+var _ admission.Observer = (*Metrics)(nil)
 
 // NewMetrics returns the metrics of the rooms that rooms returns at each
 // scrape; status gives each room's live counters when scraped (nil reports
 // only decisions and runtime metrics).
 func NewMetrics(rooms func() []*usher.Room, status StatusFunc) *Metrics {
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"room"})
+	}
+	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"room"})
+	}
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_decisions_total",
-			Help: "Decisions made by the gate, by room and outcome.",
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_requests_total",
+			Help: "Requests the gate decided on, by room and outcome (an admitted visitor's every request counts as admit; usher_admissions_total counts visitors).",
 		}, []string{"room", "outcome"}),
+		arrivals:   counter("usher_arrivals_total", "New visitors: first tickets issued."),
+		admissions: counter("usher_admissions_total", "Visitors admitted, each counted once."),
+		revoked:    counter("usher_revoked_sessions_total", "Sessions ended at once by an origin's revoke."),
+		ended:      counter("usher_ended_sessions_total", "Admitted visitors seen again after their session ended."),
+		queueWait:  histogram("usher_queue_wait_seconds", "Time from arrival to admission of the visitors admitted.", queueWaitBuckets),
+		originTime: histogram("usher_origin_time_seconds", "Time from admission to last counted activity of the sessions seen ending.", originTimeBuckets),
+		etaError:   histogram("usher_eta_error_percent", "Error of the wait announced on a visitor's first waiting page, in percent of the actual wait.", etaErrorBuckets),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "usher_decision_duration_seconds",
 			Help:    "Time taken to decide on a request, by room.",
@@ -47,8 +83,15 @@ func NewMetrics(rooms func() []*usher.Room, status StatusFunc) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.decisions,
+		m.requests,
 		m.durations,
+		m.arrivals,
+		m.admissions,
+		m.revoked,
+		m.ended,
+		m.queueWait,
+		m.originTime,
+		m.etaError,
 	)
 	if rooms != nil && status != nil {
 		m.registry.MustRegister(newStatusCollector(rooms, status, time.Now))
@@ -62,8 +105,33 @@ func (m *Metrics) ObserveDecision(room string, o usher.Outcome, d time.Duration)
 	if m == nil {
 		return
 	}
-	m.decisions.WithLabelValues(room, o.String()).Inc()
+	m.requests.WithLabelValues(room, o.String()).Inc()
 	m.durations.WithLabelValues(room).Observe(d.Seconds())
+}
+
+// Observe implements admission.Observer.
+func (m *Metrics) Observe(room string, o admission.Observation) {
+	if m == nil {
+		return
+	}
+	switch o.What {
+	case admission.Arrived:
+		m.arrivals.WithLabelValues(room).Inc()
+	case admission.Admitted:
+		m.admissions.WithLabelValues(room).Inc()
+		m.queueWait.WithLabelValues(room).Observe(o.Queued.Seconds())
+		if o.Announced > 0 {
+			diff := (o.Queued - o.Announced).Abs()
+			m.etaError.WithLabelValues(room).Observe(100 * diff.Seconds() / max(o.Queued, time.Second).Seconds())
+		}
+	case admission.Ended:
+		m.ended.WithLabelValues(room).Inc()
+		if o.OnOrigin > 0 {
+			m.originTime.WithLabelValues(room).Observe(o.OnOrigin.Seconds())
+		}
+	case admission.Revoked:
+		m.revoked.WithLabelValues(room).Inc()
+	}
 }
 
 // Registry returns the registry that holds the metrics, so that other

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admission"
 )
 
 func scrape(t *testing.T, m *Metrics) string {
@@ -26,14 +27,35 @@ func TestMetricsExposition(t *testing.T) {
 	m.ObserveDecision("sale", usher.Admit, 120*time.Microsecond)
 	m.ObserveDecision("sale", usher.Wait, 3*time.Millisecond)
 	m.ObserveDecision("sale", usher.Wait, 4*time.Millisecond)
+	for range 3 {
+		m.Observe("sale", admission.Observation{What: admission.Arrived})
+	}
+	m.Observe("sale", admission.Observation{What: admission.Admitted, Queued: 0})
+	m.Observe("sale", admission.Observation{What: admission.Admitted, Queued: 90 * time.Second, Announced: 60 * time.Second})
+	m.Observe("sale", admission.Observation{What: admission.Revoked})
+	m.Observe("sale", admission.Observation{What: admission.Ended, OnOrigin: 45 * time.Second})
 	body := scrape(t, m)
 
 	tests := []struct {
 		name string
 		want string
 	}{
-		{"decisions admit", `usher_decisions_total{outcome="admit",room="sale"} 1`},
-		{"decisions wait", `usher_decisions_total{outcome="wait",room="sale"} 2`},
+		{"requests admit", `usher_requests_total{outcome="admit",room="sale"} 1`},
+		{"requests wait", `usher_requests_total{outcome="wait",room="sale"} 2`},
+		{"arrivals", `usher_arrivals_total{room="sale"} 3`},
+		{"admissions", `usher_admissions_total{room="sale"} 2`},
+		{"revoked", `usher_revoked_sessions_total{room="sale"} 1`},
+		{"ended", `usher_ended_sessions_total{room="sale"} 1`},
+		{"queue wait count", `usher_queue_wait_seconds_count{room="sale"} 2`},
+		{"queue wait at once", `usher_queue_wait_seconds_bucket{room="sale",le="0.5"} 1`},
+		{"queue wait 90 s", `usher_queue_wait_seconds_bucket{room="sale",le="60"} 1`},
+		{"queue wait 90 s in 120", `usher_queue_wait_seconds_bucket{room="sale",le="120"} 2`},
+		{"queue wait sum", `usher_queue_wait_seconds_sum{room="sale"} 90`},
+		{"origin time", `usher_origin_time_seconds_bucket{room="sale",le="60"} 1`},
+		{"origin time below", `usher_origin_time_seconds_bucket{room="sale",le="30"} 0`},
+		{"eta error 33 %", `usher_eta_error_percent_bucket{room="sale",le="50"} 1`},
+		{"eta error not 25", `usher_eta_error_percent_bucket{room="sale",le="25"} 0`},
+		{"abandoned", `usher_abandoned_waiters_total{room="sale"} 17`},
 		{"duration count", `usher_decision_duration_seconds_count{room="sale"} 3`},
 		{"duration smallest bucket", `usher_decision_duration_seconds_bucket{room="sale",le="5e-05"} 0`},
 		{"duration 250us bucket", `usher_decision_duration_seconds_bucket{room="sale",le="0.00025"} 1`},
@@ -92,6 +114,7 @@ func TestMetricsScrapeTimeout(t *testing.T) {
 func TestMetricsNil(t *testing.T) {
 	var m *Metrics
 	m.ObserveDecision("sale", usher.Admit, time.Millisecond) // must not panic
+	m.Observe("sale", admission.Observation{What: admission.Admitted})
 
 	body := scrape(t, NewMetrics(nil, nil))
 	if strings.Contains(body, "usher_active_users") {

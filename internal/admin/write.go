@@ -315,6 +315,10 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c change) {
 			h.storeError(r, err).write(w)
 			return
 		}
+		if h.changed != nil {
+			entry.Version = ver
+			h.changed(entry)
+		}
 		c.answer(w, h.layers.Current())
 		return
 	}

@@ -36,6 +36,13 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// OnBreaker, when set, is called when the store's circuit breaker
+	// opens (open true, with the last store error: decisions apply the
+	// fail mode) and when it closes again. It must not block.
+	OnBreaker func(open bool, err error)
+	// Observer, when not nil, is told of arrivals, admissions and ended
+	// sessions (see Observation); never of an admitted visitor's request.
+	Observer Observer
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -68,6 +75,7 @@ func New(store usher.Store, opts Options) *Engine {
 	}
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
+	e.brk.onChange = opts.OnBreaker
 	if opts.CellSlack > 0 {
 		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
 	}
@@ -155,6 +163,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				return d, nil
 			}
+		} else if !ses.Valid && e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
+			e.observe(room.ID, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -176,7 +186,16 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		return e.early(ctx, room.ID, tk, base, &sched, now)
 	}
 	counted := countedAfter(now, tk.CountedAt)
-	refresh := checkInAfter(s.RefreshInterval, tk.Jitter)
+	// The interval this check-in counts the waiter for, from the fewest
+	// waiters that can be ahead of it now (its ticket's last position less
+	// the room's most admissions since): its waiting cell expires Grace
+	// after it. A newcomer, whose place is not known yet, gets
+	// refresh_interval.
+	iv := s.RefreshInterval
+	if !fresh && adaptive(s) {
+		iv = interval(aheadAtLeast(&tk, s, now), s, &sched, now)
+	}
+	refresh := checkInAfter(iv, scaledJitter(tk.Jitter, iv, s.RefreshInterval))
 	next := now.Add(refresh)
 	admittedTk := tk
 	admittedTk.State = usher.Admitted
@@ -188,6 +207,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
 	admittedTk.Joining = false
+	admittedTk.Announced = time.Time{}
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -199,7 +219,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		SessionDuration:   s.SessionDuration,
 		Bucket:            tk.Bucket(),
 		From:              from,
-		WaitExp:           usher.CeilSecond(next.Add(Grace(s.RefreshInterval))).Unix(),
+		WaitExp:           usher.CeilSecond(next.Add(Grace(iv))).Unix(),
 		ActiveExp:         admittedTk.Cell,
 		// Nobody new goes in before the event starts.
 		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
@@ -246,13 +266,13 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		}
 	}
 	if !e.brk.allow(now) {
-		return e.failDecision(base, tk, fresh, s, now), nil
+		return e.failDecision(room.ID, base, tk, fresh, s, now), nil
 	}
 	res, err := e.store.Admit(ctx, room.ID, op)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(base, tk, fresh, s, now), nil
+			return e.failDecision(room.ID, base, tk, fresh, s, now), nil
 		}
 		return usher.Decision{}, err
 	}
@@ -270,8 +290,12 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		tk.Place, tk.Back = op.Client.Back, true
 	}
 	d.TicketChanged = true
+	if fresh {
+		e.observe(room.ID, Observation{What: Arrived, At: now})
+	}
 	if res.Admitted {
 		e.flow.admitted(room.ID, now, admittedTk.Cell)
+		e.observeAdmitted(room.ID, &tk, now)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = admittedTk
@@ -285,6 +309,15 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			next = now.Add(refresh)
 		}
 	}
+	if iv > s.RefreshInterval {
+		// Fewer were ahead than the ticket alone could tell (leavers ahead
+		// stopped counting): never later than the place it has now allows.
+		if iv2 := interval(res.Ahead, s, &sched, now); iv2 < iv {
+			if r := checkInAfter(iv2, scaledJitter(tk.Jitter, iv2, s.RefreshInterval)); r < refresh {
+				refresh, next = r, now.Add(r)
+			}
+		}
+	}
 	tk.CountedAt = counted
 	tk.Cell = op.WaitExp
 	tk.Joining = op.Joining && !res.OverClient
@@ -295,7 +328,21 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
 	e.estimate(&d, room.ID, tk.Bucket(), res, &sched, now)
+	announce(&d, now)
 	return d, nil
+}
+
+// maxAnnounced is the longest announced wait a ticket keeps (longer
+// estimates are not worth measuring against).
+const maxAnnounced = 30 * 24 * time.Hour
+
+// announce records in a waiting ticket the admission time its first
+// waiting page with a known estimate announces, so that the error of the
+// estimate can be measured at admission.
+func announce(d *usher.Decision, now time.Time) {
+	if d.WaitKnown && d.Ticket.Announced.IsZero() && d.EstimatedWait >= 0 && d.EstimatedWait <= maxAnnounced {
+		d.Ticket.Announced = now.Add(d.EstimatedWait).Truncate(time.Millisecond)
+	}
 }
 
 // estimate fills in the decision's estimated wait for a waiter of bucket
@@ -334,13 +381,13 @@ func countedAfter(now, prev time.Time) time.Time {
 func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d usher.Decision, sched *usher.Schedule, now time.Time) (usher.Decision, error) {
 	s := &sched.Settings
 	if !e.brk.allow(now) {
-		return e.failDecision(d, tk, false, s, now), nil
+		return e.failDecision(room, d, tk, false, s, now), nil
 	}
 	ahead, st, err := e.store.Peek(ctx, room, now, tk.Bucket())
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(d, tk, false, s, now), nil
+			return e.failDecision(room, d, tk, false, s, now), nil
 		}
 		return usher.Decision{}, err
 	}
@@ -389,8 +436,17 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 // MaxAbsence is how long a waiter may stay away (not check in) and still
 // keep its place; after that its ticket counts as a new visitor's. Without
 // it, a ticket kept from an earlier queue (or an earlier event) would jump
-// to the front of a later one. The store remembers a visitor as long.
+// to the front of a later one. The store remembers a visitor as long. It is
+// at least 10 minutes, twice the longest check-in interval a room may give
+// (max_refresh_interval is at most 5 minutes).
 func MaxAbsence(refresh time.Duration) time.Duration { return max(10*time.Minute, 10*refresh) }
+
+// adaptive reports whether a room's waiters get check-in intervals that
+// grow with their place in line: FIFO rooms, not random ones (a random
+// room's waiter draws at each check-in; see docs/admission.md).
+func adaptive(s *usher.Settings) bool {
+	return s.QueueingMethod != usher.Random && MaxInterval(s) > s.RefreshInterval
+}
 
 // waiter returns the ticket a visitor waits with (its own while it is a
 // sane waiting ticket, else a new one arriving now, fresh) and the waiting

@@ -27,7 +27,7 @@ const (
 	// servingMin is the shortest span a marker must have been followed.
 	servingMin = 10 * time.Second
 	// servingMax is the longest span a marker is followed.
-	servingMax = 3 * time.Minute
+	servingMax = 10 * time.Minute
 	// forecastSteps is how many seconds the forecast walks one by one;
 	// beyond, the line drains at the long-run rate.
 	forecastSteps = 600
@@ -44,16 +44,21 @@ func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings,
 	come := s.RefreshInterval / 4 // near the front, check-ins come every half interval
 	need := res.Ahead + 1
 	wait := e.forecast(room, res, s, now, need)
-	fresh := 2*s.RefreshInterval + 2*time.Second
-	if rate, span, ok := e.flow.clearing(room, now, fresh, servingMax); ok && rate > 0 && span >= servingMin && !e.noServing {
+	// A marker is followed through the check-ins of its bucket's waiters,
+	// which come as often as their adaptive intervals say.
+	fresh := max(2*s.RefreshInterval, MaxInterval(s)) + 2*time.Second
+	if sv, ok := e.flow.clearing(room, now, fresh, servingMax); ok && sv.span >= servingMin && !e.noServing {
 		// Blend the rates, not the times: a line that has only begun to
 		// move (a serving counter that saw mostly the stall before the
 		// first sessions ended) must not stretch the wait without bound.
 		beyond := float64(need - min(res.Slots, need))
-		forecast := beyond / max(wait.Seconds(), 1e-3)
-		w := min(span.Seconds()/servingSpan.Seconds(), 1)
-		if r := w*rate + (1-w)*forecast; r > 0 {
-			wait = time.Duration(beyond / r * float64(time.Second))
+		if served, ok := sv.served(beyond, res.AdmittedLastMinute); ok && served > 0 {
+			forecast := beyond / max(wait.Seconds(), 1e-3)
+			measured := beyond / served.Seconds()
+			w := min(sv.span.Seconds()/servingSpan.Seconds(), 1)
+			if r := w*measured + (1-w)*forecast; r > 0 {
+				wait = time.Duration(beyond / r * float64(time.Second))
+			}
 		}
 	}
 	return true, wait + come

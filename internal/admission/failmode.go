@@ -25,6 +25,7 @@ type breaker struct {
 	probing  bool
 	down     bool // the store is considered unavailable (logged once)
 	log      *slog.Logger
+	onChange func(open bool, err error) // Options.OnBreaker
 
 	failModeDecisions atomic.Int64
 	storeErrors       atomic.Int64
@@ -44,18 +45,26 @@ func (b *breaker) allow(now time.Time) bool {
 	return true
 }
 
-// result records the outcome of a store call.
+// result records the outcome of a store call, and tells onChange (outside
+// the lock) when the breaker opened or closed.
 func (b *breaker) result(now time.Time, err error) {
+	if changed, open := b.record(now, err); changed && b.onChange != nil {
+		b.onChange(open, err)
+	}
+}
+
+func (b *breaker) record(now time.Time, err error) (changed, open bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.probing = false
 	if err == nil {
 		if b.down {
 			b.down = false
+			changed = true
 			b.log.Info("store is available again; decisions use it", "after_failures", b.failures)
 		}
 		b.failures = 0
-		return
+		return changed, false
 	}
 	b.storeErrors.Add(1)
 	b.failures++
@@ -63,9 +72,11 @@ func (b *breaker) result(now time.Time, err error) {
 		b.openTill = now.Add(BreakerCooldown)
 		if !b.down {
 			b.down = true
+			changed = true
 			b.log.Error("store unavailable; applying the fail mode", "err", err, "cooldown", BreakerCooldown)
 		}
 	}
+	return changed, true
 }
 
 // StoreDown reports whether the engine currently treats the store as
@@ -89,7 +100,7 @@ func (e *Engine) StoreErrors() int64 { return e.brk.storeErrors.Load() }
 // visitor waiting with its place (a waiter's ticket is unchanged; a new
 // visitor's is issued with its arrival, so that it keeps it) and no
 // position shown, since none is known.
-func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *usher.Settings, now time.Time) usher.Decision {
+func (e *Engine) failDecision(room string, d usher.Decision, tk usher.Ticket, fresh bool, s *usher.Settings, now time.Time) usher.Decision {
 	e.brk.failModeDecisions.Add(1)
 	d.Degraded = true
 	counted := countedAfter(now, tk.CountedAt)
@@ -103,6 +114,11 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *
 		tk.DrewAt = time.Time{}
 		tk.Back = false
 		tk.Joining = false
+		if fresh {
+			e.observe(room, Observation{What: Arrived, At: now})
+		}
+		e.observeAdmitted(room, &tk, now)
+		tk.Announced = time.Time{}
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = tk
@@ -112,6 +128,7 @@ func (e *Engine) failDecision(d usher.Decision, tk usher.Ticket, fresh bool, s *
 	d.Outcome = usher.Wait
 	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
 	if fresh {
+		e.observe(room, Observation{What: Arrived, At: now})
 		tk.CountedAt = counted
 		tk.NextCheckIn = now.Add(d.RefreshAfter)
 	}

@@ -175,3 +175,34 @@ func TestFailedRenewalKeepsTheCountedEnd(t *testing.T) {
 		t.Fatal("the session outlived its counted end")
 	}
 }
+
+// TestOnBreaker: the hook hears the breaker open once, after the failures
+// that open it, and close once, at the first store call that works.
+func TestOnBreaker(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := &flakyStore{Store: st}
+	type change struct {
+		open bool
+		err  error
+	}
+	var got []change
+	e := New(f, Options{Rand: newRand(1), OnBreaker: func(open bool, err error) { got = append(got, change{open, err}) }})
+	room := simRoom()
+	f.down = true
+	for i := range BreakerFailures + 2 {
+		decide(t, e, &room, nil, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	if len(got) != 1 || !got[0].open || !errors.Is(got[0].err, errDown) {
+		t.Fatalf("changes after %d failures = %+v, want one opening with the store's error", BreakerFailures+2, got)
+	}
+	f.down = false
+	decide(t, e, &room, nil, t0.Add(BreakerCooldown+time.Second))
+	decide(t, e, &room, nil, t0.Add(BreakerCooldown+2*time.Second))
+	if len(got) != 2 || got[1].open {
+		t.Fatalf("changes once the store works = %+v, want the opening then one closing", got)
+	}
+}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -25,7 +26,7 @@ const flowSecs = 64
 // flowMarkers is how many markers a room keeps; one is placed every
 // markerEvery, so they span markerEvery * flowMarkers.
 const (
-	flowMarkers = 32
+	flowMarkers = 128
 	markerEvery = 5 * time.Second
 	// markerMinAhead is the fewest people ahead of a marker worth
 	// following: a marker near the front is soon passed and says little.
@@ -110,12 +111,21 @@ func (f *flows) waiting(room string, now time.Time, bucket, ahead int64) {
 	r.last = ms
 }
 
-// clearing returns how fast the live waiters ahead of a place leave the
-// line (admitted, or gone), in people per second, measured over span:
-// from the marker followed longest, among those seen within fresh of now
-// and placed at most maxSpan before, while admissions went on. ok is
-// false when no marker qualifies.
-func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duration) (rate float64, span time.Duration, ok bool) {
+// serving is what the serving counter measured: over span, the live
+// waiters ahead of a marker went from a0 to a1 while this engine admitted
+// admits visitors; it admitted minute in the last minute (to scale its
+// admissions to the room's, which the store counts).
+type serving struct {
+	span           time.Duration
+	a0, a1         int64
+	admits, minute int64
+}
+
+// clearing returns the serving counter's measure: the marker followed
+// longest, among those seen within fresh of now and placed at most maxSpan
+// before, while admissions went on and the line moved. ok is false when
+// no marker qualifies.
+func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duration) (sv serving, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.room(room)
@@ -136,10 +146,45 @@ func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duratio
 		}
 	}
 	if best == nil || best.t1 <= best.t0 {
-		return 0, 0, false
+		return serving{}, false
 	}
-	span = time.Duration(best.t1-best.t0) * time.Millisecond
-	return float64(best.a0-best.a1) / span.Seconds(), span, true
+	sv = serving{span: time.Duration(best.t1-best.t0) * time.Millisecond, a0: best.a0, a1: best.a1, admits: best.adm1 - best.adm0}
+	sec := now.Unix()
+	for q := sec - 60; q <= sec; q++ {
+		if s := r.secs[uint64(q)%flowSecs]; s.sec == q {
+			sv.minute += s.n
+		}
+	}
+	return sv, true
+}
+
+// served returns how long until the k live waiters beyond the free slots
+// have left the line, as sv measured it in a room that admitted
+// lastMinute in the last minute: they are admitted at the rate measured,
+// and each of them gives up at the rate the others ahead of the marker
+// did (a constant hazard h: the time is ln(1 + h k / admitted) / h). ok is
+// false when the measure says nothing.
+func (sv serving) served(k float64, lastMinute int64) (time.Duration, bool) {
+	span := sv.span.Seconds()
+	if span <= 0 || k <= 0 {
+		return 0, false
+	}
+	cleared := float64(sv.a0 - sv.a1)
+	admitted := float64(sv.admits)
+	if sv.minute > 0 && lastMinute > 0 {
+		admitted *= float64(lastMinute) / float64(sv.minute) // other nodes' too
+	}
+	admitted = min(admitted, cleared)
+	rate := admitted / span
+	if rate <= 0 {
+		return 0, false
+	}
+	h := (cleared - admitted) / span / (float64(sv.a0+sv.a1) / 2)
+	t := k / rate
+	if x := h * k / rate; x > 1e-9 {
+		t = math.Log1p(x) / h
+	}
+	return time.Duration(t * float64(time.Second)), true
 }
 
 // renewed records a session of room renewed at now from the active cell

@@ -58,5 +58,8 @@ func (e *Engine) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, 
 	e.revoked.add(visitor, until, now)
 	_, err := e.store.Renew(ctx, room.ID, usher.RenewOp{Now: now, Visitor: visitor, End: true,
 		Counted: now.Truncate(time.Millisecond), Keep: until.Unix()})
+	if err == nil {
+		e.observe(room.ID, Observation{What: Revoked, At: now})
+	}
 	return err
 }

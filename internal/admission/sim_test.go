@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"math"
@@ -86,7 +87,8 @@ type simConfig struct {
 	browseMin   time.Duration
 	browseMax   time.Duration
 	horizon     time.Duration
-	// patienceMax bounds an abandoner's patience (zero: 30 s).
+	// patienceMax is the longest a waiter who gives up waits first (zero:
+	// 30 s).
 	patienceMax time.Duration
 	// noServing leaves the serving counter out of the estimates: the
 	// limits' forecast alone.
@@ -109,6 +111,11 @@ type simResult struct {
 	revived       int
 	earlyQueued   int
 	admittedCount int
+	// checkIns counts the decisions on waiting tickets (counted or early).
+	checkIns int
+	// longestWindow is the longest a waiting ticket's count outlives the
+	// check-in that made it (its cell's expiry less its counted-at time).
+	longestWindow time.Duration
 	// etaPct is, per admitted visitor who waited two refresh intervals or
 	// more from its first waiting answer, 100 * |announced - actual| /
 	// actual, by arrival; etaUnknown counts those whose first answer
@@ -161,11 +168,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			every:  time.Second + time.Duration(rng.Int64N(int64(3*time.Second))),
 		}
 		if rng.Float64() < cfg.abandonFrac {
-			most := cfg.patienceMax
-			if most == 0 {
-				most = 30 * time.Second
-			}
-			v.patience = time.Duration(rng.Int64N(int64(most)))
+			v.patience = time.Duration(rng.Int64N(int64(cmp.Or(cfg.patienceMax, 30*time.Second))))
 		}
 		all = append(all, v)
 		push(v.arrive, v)
@@ -214,6 +217,14 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			break
 		}
 		for !nextSample.After(now) {
+			// The store counts exactly the waiting tickets whose cell has
+			// not expired, leavers included: a leaver stops counting when
+			// the cell its last check-in named expires.
+			if st, err := st.Stats(ctx, room.ID, nextSample); err != nil {
+				t.Fatal(err)
+			} else if want := countedWaiting(all, nil, nextSample, 0); st.Waiting != want {
+				t.Fatalf("at %v the store counts %d waiting, the tickets %d", nextSample.Sub(start), st.Waiting, want)
+			}
 			if liveWaiters() > 0 {
 				act := activeAt(nextSample)
 				free := min(s.TotalActiveUsers-act, s.NewUsersPerMinute-admittedIn(nextSample.Add(-time.Minute), nextSample))
@@ -237,6 +248,9 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			continue
 		}
 		wasNew := v.ticket == nil || v.ticket.State == usher.Admitted
+		if !wasNew {
+			res.checkIns++
+		}
 		sessionHeld := v.inSession(now)
 		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: v.ticket, Now: now})
 		if err != nil {
@@ -295,6 +309,17 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 				}
 			}
 			v.lastWait = now
+			// The position shown is right as of this check-in: one more than
+			// the waiting tickets counted in earlier buckets.
+			if want := countedWaiting(all, v, now, v.ticket.Bucket()) + 1; d.Position != want {
+				t.Fatalf("at %v visitor %d was shown position %d, %d by the tickets", now.Sub(start), v.id, d.Position, want)
+			}
+			if d.TicketChanged {
+				res.longestWindow = max(res.longestWindow, time.Unix(v.ticket.Cell, 0).Sub(v.ticket.CountedAt))
+			}
+			if !v.ticket.NextCheckIn.After(now) || v.ticket.NextCheckIn.Sub(now) > time.Unix(v.ticket.Cell, 0).Sub(now) {
+				t.Fatalf("at %v visitor %d told to check in at %v, its count ends %v", now.Sub(start), v.id, v.ticket.NextCheckIn.Sub(start), time.Unix(v.ticket.Cell, 0).Sub(start))
+			}
 			push(v.ticket.NextCheckIn, v)
 		default:
 			t.Fatalf("unexpected outcome %v", d.Outcome)
@@ -409,4 +434,20 @@ func TestEstimateLearnsFromTheLine(t *testing.T) {
 	if medL < 2*med {
 		t.Errorf("the limits alone are off by %.1f %%, not much worse than the serving counter's %.1f %%: the scenario does not show learning", medL, med)
 	}
+}
+
+// countedWaiting returns how many visitors other than self hold a waiting
+// ticket whose cell has not expired at now, in buckets before before (0:
+// any bucket).
+func countedWaiting(all []*simVisitor, self *simVisitor, now time.Time, before int64) int64 {
+	n := int64(0)
+	for _, u := range all {
+		if u == self || u.ticket == nil || u.ticket.State != usher.Waiting || u.ticket.Cell <= now.Unix() {
+			continue
+		}
+		if before == 0 || u.ticket.Bucket() < before {
+			n++
+		}
+	}
+	return n
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// otherwise reach that room's origin without its decision), else pass.
 	// See RejectUnknownHosts.
 	UnknownHosts string
+	// Webhooks are the rooms' webhooks (rooms[].webhooks[] in the file),
+	// in the order of the file. Empty: none.
+	Webhooks []Webhook
 
 	dir string // the config file's directory, absolute, when Load read it
 }

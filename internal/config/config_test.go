@@ -299,3 +299,22 @@ func TestMappedTrustedProxy(t *testing.T) {
 		t.Fatalf("TrustedProxyPrefixes = %v, %v; want 10.0.0.0/8", ps, err)
 	}
 }
+
+func TestMaxRefreshInterval(t *testing.T) {
+	c := MustParse(t, strings.Replace(contract, "refresh_interval: 20s", "refresh_interval: 20s\n    max_refresh_interval: 90s", 1))
+	if got := c.Rooms[0].MaxRefreshInterval; got != 90*time.Second {
+		t.Fatalf("max_refresh_interval = %v, want 90s", got)
+	}
+	if got := MustParse(t, contract).Rooms[0].MaxRefreshInterval; got != 0 {
+		t.Fatalf("unset max_refresh_interval = %v, want 0 (the default)", got)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"10s", "max_refresh_interval: must be at least refresh_interval (20s), got 10s"},
+		{"6m", "max_refresh_interval: must be from 1s to 5m, got 6m"},
+	} {
+		_, err := Parse(strings.NewReader(strings.Replace(contract, "refresh_interval: 20s", "refresh_interval: 20s\n    max_refresh_interval: "+tc.value, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("max_refresh_interval %s: error %v, want it to say %q", tc.value, err, tc.want)
+		}
+	}
+}

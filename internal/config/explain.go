@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admission"
 )
 
 // Explain writes, for "usher check", one sentence per room saying in plain
@@ -29,6 +30,9 @@ func (c *Config) Explain(w io.Writer) error {
 		}
 		for j := range rm.Rules {
 			fmt.Fprintf(&b, "  %s\n", explainRule(j, &rm.Rules[j]))
+		}
+		for _, w := range hooksOfRoom(c, rm) {
+			fmt.Fprintf(&b, "  %s\n", explainWebhook(w))
 		}
 	}
 	switch {
@@ -152,7 +156,11 @@ func (c *Config) settingsClauses(rm *usher.Room) []string {
 		if s.QueueingMethod == usher.Random {
 			order = "by lottery, every live waiter with the same chance"
 		}
-		out = append(out, fmt.Sprintf("waiting visitors check in every %s and are let in %s", formatDuration(s.RefreshInterval), order))
+		every := "every " + formatDuration(s.RefreshInterval)
+		if most := admission.MaxInterval(s); s.QueueingMethod != usher.Random && most > s.RefreshInterval {
+			every += fmt.Sprintf(" near the front, at most every %s further back,", formatDuration(most))
+		}
+		out = append(out, fmt.Sprintf("waiting visitors check in %s and are let in %s", every, order))
 		if code := s.QueueingStatusCode; code != 0 && code != 200 {
 			out = append(out, fmt.Sprintf("the waiting page answers with status %d", code))
 		}

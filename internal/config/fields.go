@@ -57,7 +57,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		},
 		"rooms": func(n *yaml.Node, at loc) {
 			d.list(n, at, func(n *yaml.Node, at loc) {
-				c.Rooms = append(c.Rooms, d.room(n, at))
+				c.Rooms = append(c.Rooms, d.room(n, at, len(c.Rooms), &c.Webhooks))
 			})
 		},
 		"unknown_hosts": d.text(&c.UnknownHosts),
@@ -94,14 +94,21 @@ func (d *decoder) key(n *yaml.Node, at loc) Key {
 	return k
 }
 
-// room decodes one entry of rooms over the default room. Problems inside it
-// name the room by its id, looked up first.
-func (d *decoder) room(n *yaml.Node, at loc) usher.Room {
+// room decodes the i-th entry of rooms over the default room, appending
+// its webhooks (a field of the file only, not of the room's settings) to
+// hooks. Problems inside it name the room by its id, looked up first.
+func (d *decoder) room(n *yaml.Node, at loc, i int, hooks *[]Webhook) usher.Room {
 	r := defaultRoom()
 	if id := lookup(n, "id"); id != nil && id.Kind == yaml.ScalarNode {
 		at.room = id.Value
 	}
-	d.mapping(n, at, d.roomFields(&r))
+	fields := d.roomFields(&r)
+	first := len(*hooks)
+	fields["webhooks"] = d.webhooks(hooks, i)
+	d.mapping(n, at, fields)
+	for j := first; j < len(*hooks); j++ {
+		(*hooks)[j].Room = r.ID
+	}
 	return r
 }
 
@@ -141,6 +148,7 @@ func (d *decoder) roomFields(r *usher.Room) map[string]field {
 		"custom_page_html":          d.page(&s.CustomPageHTML),
 		"default_template_language": d.text(&s.DefaultTemplateLanguage),
 		"refresh_interval":          d.duration(&s.RefreshInterval),
+		"max_refresh_interval":      d.duration(&s.MaxRefreshInterval),
 		"client_limit":              d.clientLimit(&s.ClientLimit),
 		"proof_of_work":             d.proofOfWork(&s.ProofOfWork),
 		"ticket_binding": func(n *yaml.Node, at loc) {

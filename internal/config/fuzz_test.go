@@ -158,7 +158,7 @@ func checkAccepted(t *testing.T, data []byte, c, c2 *Config) {
 		}
 	}
 	if gotRooms != rooms || gotItems != items || !strings.HasSuffix(b.String(), "\n") {
-		t.Fatalf("Explain wrote %d room lines and %d indented lines, want %d and %d (one per room, and one per event and rule):\n%s",
+		t.Fatalf("Explain wrote %d room lines and %d indented lines, want %d and %d (one per room, and one per event, rule and webhook):\n%s",
 			gotRooms, gotItems, rooms, items, b.String())
 	}
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
@@ -187,7 +187,7 @@ func explainLines(c *Config) (rooms, items int) {
 		rooms++
 		items += len(rm.Events) + len(rm.Rules)
 	}
-	return rooms, items
+	return rooms, items + len(c.Webhooks)
 }
 
 // checkAcceptedRoom checks one room of an accepted config: filled in, events in

@@ -57,6 +57,7 @@ func Load(path string) (*Config, error) {
 	}
 	c.dir = dir
 	pre := c.readFiles(filepath.Dir(path))
+	pre = append(pre, c.readWebhookSecrets(filepath.Dir(path))...)
 	pre = append(pre, c.loadPages(dir)...)
 	if err := c.validate(pre, lines); err != nil {
 		return nil, err

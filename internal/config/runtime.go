@@ -134,6 +134,8 @@ func RoomFields() []string {
 func OverridableField(name string) (bool, string) {
 	top, sub, dotted := strings.Cut(name, ".")
 	switch {
+	case top == "webhooks":
+		return false, "a room's webhooks are set in the config file only: their secrets stay out of the runtime document, the API's answers and the audit log (change the file and reload)"
 	case top == "id" && !dotted:
 		return false, "a room's id cannot change at runtime: its counters and tickets are kept by id (add a room to the config file instead)"
 	case dotted && top == "cookie_attributes" && (sub == "samesite" || sub == "secure"):

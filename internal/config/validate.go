@@ -84,6 +84,7 @@ func (c *Config) Validate() error {
 	}
 	checkSameRoutes(&r, c.Rooms)
 	checkCookieScopes(&r, c.Rooms)
+	c.checkWebhooks(&r)
 	return r.err()
 }
 
@@ -226,6 +227,7 @@ func checkSettings(r *report, s *usher.Settings, at loc) {
 	atLeast("new_users_per_minute", s.NewUsersPerMinute, 1)
 	check(r, at.field("session_duration"), checkSessionDuration(s.SessionDuration))
 	check(r, at.field("refresh_interval"), checkRefreshInterval(s.RefreshInterval))
+	check(r, at.field("max_refresh_interval"), checkMaxRefreshInterval(s.MaxRefreshInterval, s.RefreshInterval))
 	check(r, at.field("queueing_method"), checkQueueingMethod(s.QueueingMethod))
 	check(r, at.field("queueing_status_code"), checkStatusCode(s.QueueingStatusCode))
 	if s.CookieSuffix != "" && !cookieSuffixPattern.MatchString(s.CookieSuffix) {
@@ -316,6 +318,20 @@ func checkSessionDuration(d time.Duration) string {
 func checkRefreshInterval(d time.Duration) string {
 	if d < minRefreshInterval || d > maxRefreshInterval {
 		return fmt.Sprintf("must be from %s to %s, got %s", formatDuration(minRefreshInterval), formatDuration(maxRefreshInterval), formatDuration(d))
+	}
+	return ""
+}
+
+// checkMaxRefreshInterval checks max_refresh_interval (zero: unset, the
+// default) against refresh_interval.
+func checkMaxRefreshInterval(d, refresh time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d < minRefreshInterval || d > maxRefreshInterval:
+		return fmt.Sprintf("must be from %s to %s, got %s", formatDuration(minRefreshInterval), formatDuration(maxRefreshInterval), formatDuration(d))
+	case d < refresh:
+		return fmt.Sprintf("must be at least refresh_interval (%s), got %s", formatDuration(refresh), formatDuration(d))
 	}
 	return ""
 }

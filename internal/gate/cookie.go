@@ -5,9 +5,11 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"strings"
 	"time"
 
@@ -27,8 +29,8 @@ func (g *Gate) openTicket(r *http.Request, m *Match) *usher.Ticket {
 	room := m.Room
 	name := room.CookieName()
 	bind := bindingOf(room, r, m.ClientIP)
-	for _, c := range r.CookiesNamed(name) {
-		t, err := g.sealer.Open(c.Value, room.ID, name)
+	for value := range cookieValues(r.Header, name) {
+		t, err := g.sealer.Open(value, room.ID, name)
 		if err == nil && t.Binding != bind {
 			err = errOtherClient
 		}
@@ -40,6 +42,55 @@ func (g *Gate) openTicket(r *http.Request, m *Match) *usher.Ticket {
 			slog.String("room", room.ID), slog.Any("error", err))
 	}
 	return nil
+}
+
+// cookieValues yields the values of the cookies called name in h's Cookie
+// headers, as r.CookiesNamed(name) returns them (surrounding quotes
+// removed, values with bytes a cookie may not hold skipped), without
+// making a Cookie of every cookie the request carries. Headers with more
+// than a few dozen cookies go through net/http itself, which also applies
+// its limit on their number.
+func cookieValues(h http.Header, name string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		lines := h["Cookie"]
+		n := 0
+		for _, line := range lines {
+			n += strings.Count(line, ";") + 1
+		}
+		if n > 64 {
+			for _, c := range (&http.Request{Header: h}).CookiesNamed(name) {
+				if !yield(c.Value) {
+					return
+				}
+			}
+			return
+		}
+		for _, line := range lines {
+			for part := range strings.SplitSeq(line, ";") {
+				k, v, _ := strings.Cut(textproto.TrimString(part), "=")
+				if textproto.TrimString(k) != name {
+					continue
+				}
+				if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
+					v = v[1 : len(v)-1]
+				}
+				if validCookieValue(v) && !yield(v) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// validCookieValue reports whether v holds only bytes a cookie value may
+// (net/http's rule: printable ASCII but '"', ';' and '\\').
+func validCookieValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < 0x20 || b >= 0x7f || b == '"' || b == ';' || b == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // errOtherClient is why a ticket bound to another client is not taken.

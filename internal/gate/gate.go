@@ -220,13 +220,13 @@ func New(opts Options) (*Gate, error) {
 	}
 	transport := opts.Transport
 	if transport == nil {
-		transport = defaultTransport()
+		transport = NewTransport()
 	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		ModifyResponse: g.modifyResponse,
 		Transport:      transport,
-		BufferPool:     newBufferPool(),
+		BufferPool:     NewBufferPool(),
 		ErrorHandler:   g.proxyError,
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
@@ -266,17 +266,28 @@ func (g *Gate) loadRoom(room *usher.Room, lists map[string][]netip.Prefix) error
 	return nil
 }
 
-// bufferPool is the httputil.BufferPool responses are copied through:
-// without one, ReverseProxy allocates 32 KB for every response, and the
-// garbage it makes costs more CPU than the rest of an admitted request.
-type bufferPool struct{ p *sync.Pool }
-
-func newBufferPool() bufferPool {
-	return bufferPool{&sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+// NewBufferPool returns the httputil.BufferPool the gate copies responses
+// through: without one, ReverseProxy allocates 32 KB for every response,
+// and the garbage it makes costs more CPU than the rest of an admitted
+// request. usher bench's tuned reference proxy uses it too.
+func NewBufferPool() httputil.BufferPool {
+	return bufferPool{&sync.Pool{New: func() any { return new([bufferSize]byte) }}}
 }
 
-func (bp bufferPool) Get() []byte  { return *bp.p.Get().(*[]byte) }
-func (bp bufferPool) Put(b []byte) { bp.p.Put(&b) }
+const bufferSize = 32 << 10
+
+// bufferPool pools fixed arrays, so that Put turns the slice back into
+// its array pointer without allocating (a pool of *[]byte would allocate
+// a slice header on every Put).
+type bufferPool struct{ p *sync.Pool }
+
+func (bp bufferPool) Get() []byte { return bp.p.Get().(*[bufferSize]byte)[:] }
+
+func (bp bufferPool) Put(b []byte) {
+	if cap(b) == bufferSize {
+		bp.p.Put((*[bufferSize]byte)(b[:bufferSize]))
+	}
+}
 
 // parseOrigin parses an absolute http or https URL.
 func parseOrigin(s string) (*url.URL, error) {
@@ -290,12 +301,17 @@ func parseOrigin(s string) (*url.URL, error) {
 	return u, nil
 }
 
-func defaultTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
+// NewTransport returns the transport the gate proxies through when
+// Options.Transport is nil: a clone of http.DefaultTransport keeping up to
+// 100 idle connections per origin. usher bench's tuned reference proxy
+// uses it too, so that the two cannot drift apart.
+func NewTransport() *http.Transport {
+	var t *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	} else {
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment}
 	}
-	t = t.Clone()
 	t.MaxIdleConnsPerHost = 100
 	return t
 }

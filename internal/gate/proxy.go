@@ -20,13 +20,14 @@ type proxyKey struct{}
 // proxyInfo is what rewrite needs to know about one proxied request.
 type proxyInfo struct {
 	target      *url.URL
-	room        string   // for logs; "" when no room matched
-	cookie      string   // usher cookie to remove from the request; "" none
-	powCookie   string   // the room's proof-of-work cookie, removed with it
-	tokenHeader string   // the admission token's header ("": none)
-	token       string   // the admission token to send; "" none
-	visitor     *[8]byte // an admitted visitor's id (origin commands)
-	rawPath     string   // the request's path as sent (cookie paths)
+	room        string  // for logs; "" when no room matched
+	cookie      string  // usher cookie to remove from the request; "" none
+	powCookie   string  // the room's proof-of-work cookie, removed with it
+	tokenHeader string  // the admission token's header ("": none)
+	token       string  // the admission token to send; "" none
+	visitor     [8]byte // an admitted visitor's id (origin commands)
+	admitted    bool    // visitor is set
+	rawPath     string  // the request's path as sent (cookie paths)
 	peer        netip.Addr
 	peerTrusted bool
 	scheme      string
@@ -39,7 +40,9 @@ type proxyInfo struct {
 // cookie on the way; passed ones keep the request as it came.
 func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.Decision, admit bool) {
 	target := g.defaultOrigin
-	info := &proxyInfo{scheme: m.Scheme, host: m.Host}
+	ctx := &proxyContext{Context: r.Context()}
+	info := &ctx.info
+	info.scheme, info.host = m.Scheme, m.Host
 	if m.Room != nil {
 		target = g.origins[m.Room]
 		info.room = m.Room.ID
@@ -66,13 +69,26 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		}
 	}
 	if admit && d.Outcome == usher.Admit {
-		v := d.Ticket.VisitorID
-		info.visitor, info.rawPath = &v, r.URL.EscapedPath()
+		info.visitor, info.admitted, info.rawPath = d.Ticket.VisitorID, true, r.URL.EscapedPath()
 	}
 	info.target = target
 	info.peer = server.PeerAddr(r)
 	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxyKey{}, info)))
+	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// proxyContext is a proxied request's context: its parent with the
+// proxyInfo under proxyKey, in one allocation.
+type proxyContext struct {
+	context.Context
+	info proxyInfo
+}
+
+func (c *proxyContext) Value(key any) any {
+	if _, ok := key.(proxyKey); ok {
+		return &c.info
+	}
+	return c.Context.Value(key)
 }
 
 // rewrite builds the outgoing request: the origin's URL (and Host), usher's
@@ -99,23 +115,31 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 		stripCookie(h, info.cookie)
 		stripCookie(h, info.powCookie)
 	}
+	// The headers set here share one backing array (one allocation, not
+	// one per header); their keys are canonical already, as Set would make
+	// them (tokenHeader is canonicalized by Tokens.init).
+	vals := make([]string, 0, 4)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	if info.tokenHeader != "" {
 		// Only usher says a visitor came through the line.
-		h.Del(info.tokenHeader)
+		delete(h, info.tokenHeader)
 		if info.token != "" {
-			h.Set(info.tokenHeader, info.token)
+			set(info.tokenHeader, info.token)
 		}
 	}
 	if info.peer.IsValid() {
 		xff := info.peer.String()
-		if prior := pr.In.Header.Values("X-Forwarded-For"); info.peerTrusted && len(prior) > 0 {
+		if prior := pr.In.Header["X-Forwarded-For"]; info.peerTrusted && len(prior) > 0 {
 			xff = strings.Join(prior, ", ") + ", " + xff
 		}
-		h.Set("X-Forwarded-For", xff)
+		set("X-Forwarded-For", xff)
 	}
-	h.Set("X-Forwarded-Proto", info.scheme)
+	set("X-Forwarded-Proto", info.scheme)
 	if info.host != "" {
-		h.Set("X-Forwarded-Host", info.host)
+		set("X-Forwarded-Host", info.host)
 	}
 }
 

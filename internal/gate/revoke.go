@@ -37,7 +37,7 @@ func (g *Gate) modifyResponse(resp *http.Response) error {
 	}
 	resp.Header.Del(CommandHeader)
 	info, _ := resp.Request.Context().Value(proxyKey{}).(*proxyInfo)
-	if !strings.EqualFold(strings.TrimSpace(cmd), "revoke") || info == nil || info.visitor == nil {
+	if !strings.EqualFold(strings.TrimSpace(cmd), "revoke") || info == nil || !info.admitted {
 		return nil
 	}
 	rv, ok := g.decider.(Revoker)
@@ -46,7 +46,7 @@ func (g *Gate) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	r := resp.Request
-	if err := rv.Revoke(r.Context(), room, *info.visitor, g.now()); err != nil {
+	if err := rv.Revoke(r.Context(), room, info.visitor, g.now()); err != nil {
 		g.log.LogAttrs(r.Context(), slog.LevelError, "revoke failed",
 			slog.String("request_id", server.RequestIDFrom(r.Context())), slog.String("room", room.ID), slog.Any("error", err))
 	}

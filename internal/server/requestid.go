@@ -29,11 +29,32 @@ func RequestIDFunc(trusted func() []netip.Prefix, next http.Handler) http.Handle
 		id := r.Header.Get(RequestIDHeader)
 		if !validRequestID(id) || !IsTrusted(PeerAddr(r), trusted()) {
 			id = NewRequestID()
-			r.Header.Set(RequestIDHeader, id)
+			// One value for the request and the response (RequestIDHeader
+			// is canonical): one allocation, not two. Its capacity is 1, so
+			// an Add to either header copies it.
+			v := []string{id}
+			r.Header[RequestIDHeader] = v
+			w.Header()[RequestIDHeader] = v
+		} else {
+			w.Header().Set(RequestIDHeader, id)
 		}
-		w.Header().Set(RequestIDHeader, id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		next.ServeHTTP(w, r.WithContext(&requestIDContext{Context: r.Context(), id: id}))
 	})
+}
+
+// requestIDContext is a request's context with its id under requestIDKey:
+// one allocation where context.WithValue would make two (the context and
+// the id boxed in an interface).
+type requestIDContext struct {
+	context.Context
+	id string
+}
+
+func (c *requestIDContext) Value(key any) any {
+	if _, ok := key.(requestIDKey); ok {
+		return c.id
+	}
+	return c.Context.Value(key)
 }
 
 // RequestIDFrom returns the request id stored in ctx by RequestID, or ""

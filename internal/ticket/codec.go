@@ -95,7 +95,27 @@ func (r *Ring) Seal(t *usher.Ticket, room, cookieName string) (string, error) {
 // the room and the cookie name. Every error wraps ErrInvalid and says only
 // "malformed", "unknown key" or "authentication failed". Open never panics,
 // whatever value holds.
+//
+// The ring remembers the tickets it opened (a bounded cache, see
+// openCache): opening the same value again, as every request of an
+// admitted visitor does, skips the decryption. What Open returns does not
+// depend on the time, only on the value and the ring's keys, which never
+// change, so a remembered ticket is exactly what opening it again gives.
 func (r *Ring) Open(value, room, cookieName string) (usher.Ticket, error) {
+	if r != nil {
+		if t, ok := r.opened.get(value, room, cookieName); ok {
+			return t, nil
+		}
+	}
+	t, err := r.open(value, room, cookieName)
+	if err == nil {
+		r.opened.put(value, room, cookieName, t)
+	}
+	return t, err
+}
+
+// open is Open without the cache.
+func (r *Ring) open(value, room, cookieName string) (usher.Ticket, error) {
 	if len(value) > maxValueLen || len(value) < (minRawLen*8+5)/6 {
 		return usher.Ticket{}, errMalformed
 	}

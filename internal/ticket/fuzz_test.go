@@ -91,6 +91,9 @@ func FuzzRoundTrip(f *testing.F) {
 		if unset&16 != 0 {
 			in.Jitter = 0
 		}
+		if unset&32 == 0 {
+			in.Announced = foldTime(next ^ counted)
+		}
 		v, err := r.Seal(&in, testRoom, testCookie)
 		if err != nil {
 			t.Fatalf("Seal(%+v): %v", in, err)

@@ -103,6 +103,7 @@ func truncated(t usher.Ticket) usher.Ticket {
 	t.CountedAt = ms(t.CountedAt)
 	t.NextCheckIn = ms(t.NextCheckIn)
 	t.DrewAt = ms(t.DrewAt)
+	t.Announced = ms(t.Announced)
 	t.Jitter = t.Jitter.Truncate(time.Millisecond)
 	return t
 }
@@ -125,6 +126,7 @@ func diffTickets(got, want usher.Ticket) string {
 		{"AdmittedAt", got.AdmittedAt, want.AdmittedAt},
 		{"CountedAt", got.CountedAt, want.CountedAt},
 		{"NextCheckIn", got.NextCheckIn, want.NextCheckIn},
+		{"Announced", got.Announced, want.Announced},
 	} {
 		if !f.got.Equal(f.want) || f.got.IsZero() != f.want.IsZero() {
 			d = append(d, fmt.Sprintf("%s %v, want %v", f.name, f.got, f.want))

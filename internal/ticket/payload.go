@@ -26,6 +26,7 @@ import (
 //	Until       varint: milliseconds from ArrivedAt   (if flagUntil)
 //	Binding     4 bytes, big-endian                  (if flagBinding)
 //	Position    uvarint                               (if flagPosition)
+//	Announced   varint: milliseconds from ArrivedAt   (if flagAnnounced)
 //	Jitter      varint: milliseconds, either way
 //
 // flagBack and flagJoining carry no field. A zero time.Time, a zero Cell or
@@ -45,16 +46,17 @@ const (
 	flagBinding     = 1 << 8
 	flagPosition    = 1 << 9
 	flagJoining     = 1 << 10
+	flagAnnounced   = 1 << 11
 	flagsKnownV1    = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
-	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition | flagJoining
+	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition | flagJoining | flagAnnounced
 )
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
 // flags, and each field at the longest its range allows: an arrival under
-// 2^45 ms (7 bytes), five millisecond deltas and two second deltas within
+// 2^45 ms (7 bytes), six millisecond deltas and two second deltas within
 // the range (7 and 6 bytes as zig-zag varints), the binding (4), a position
 // under 2^35 (5) and a jitter within an hour (4). TestPayloadBound checks the extremes.
-const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 5 + 4
+const maxPayloadLen = 8 + 1 + 2 + 7 + 6*7 + 2*6 + 4 + 5 + 4
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -103,6 +105,7 @@ func checkTicket(t *usher.Ticket) error {
 		{"next check-in", t.NextCheckIn},
 		{"draw", t.DrewAt},
 		{"session end", t.Until},
+		{"announced", t.Announced},
 	} {
 		if !f.t.IsZero() && !inRange(f.t.UnixMilli()) {
 			return fmt.Errorf("%s time %v out of range", f.name, f.t)
@@ -150,6 +153,9 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if t.Position != 0 {
 		flags |= flagPosition
 	}
+	if !t.Announced.IsZero() {
+		flags |= flagAnnounced
+	}
 	b = append(b, t.VisitorID[:]...)
 	b = append(b, byte(t.State))
 	b = binary.AppendUvarint(b, flags)
@@ -180,6 +186,9 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	}
 	if flags&flagPosition != 0 {
 		b = binary.AppendUvarint(b, uint64(t.Position))
+	}
+	if flags&flagAnnounced != 0 {
+		b = binary.AppendVarint(b, t.Announced.UnixMilli()-arrived)
 	}
 	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
@@ -241,6 +250,9 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 		} else {
 			t.Position = int64(p)
 		}
+	}
+	if flags&flagAnnounced != 0 {
+		t.Announced = d.time(arrived)
 	}
 	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()

@@ -26,6 +26,8 @@ const maxKeyIDLen = 16
 // one once its tickets have expired. A Ring is safe for concurrent use.
 type Ring struct {
 	keys []ringKey
+	// opened remembers the tickets this ring opened (Open).
+	opened openCache
 }
 
 type ringKey struct {

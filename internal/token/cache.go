@@ -10,7 +10,7 @@ import (
 const DefaultCacheSize = 10000
 
 // Cache hands out a visitor's token again while at least half of its
-// lifetime is left, instead of signing one per request: an Ed25519
+// lifetime is left (see Sign), instead of signing one per request: an Ed25519
 // signature costs about as much as the rest of an admitted request through
 // the gate. It keeps at most its size of tokens (a few hundred bytes
 // each), dropping expired ones first and then arbitrary ones, so memory
@@ -51,9 +51,9 @@ func (s *Signer) NewCache(size int) *Cache {
 
 // Sign returns a token for c: one signed earlier for the same claims
 // (room, visitor, admission, position, wait) if it is valid at
-// c.IssuedAt, has at least half the TTL left and does not outlive
-// c.Expiry (the session end); else a new one from the Signer, which it
-// keeps.
+// c.IssuedAt, has at least half the life left that a new one would get
+// (the TTL, or less when c.Expiry, the session end, comes sooner) and does
+// not outlive c.Expiry; else a new one from the Signer, which it keeps.
 func (c *Cache) Sign(cl Claims) (string, error) {
 	if cl.Room == "" || cl.IssuedAt.IsZero() {
 		return c.s.Sign(cl) // the Signer's error
@@ -66,11 +66,19 @@ func (c *Cache) Sign(cl Claims) (string, error) {
 		k.notBefore = cl.NotBefore.Unix()
 	}
 	now := cl.IssuedAt.Unix()
-	minLeft := int64(c.s.ttl / 2 / time.Second)
+	// A new token would last the TTL or to the session's end, whichever
+	// comes first: the cached one is handed out while at least half of
+	// that is left. (Half the TTL alone would never be left of a session
+	// shorter than that, and every request would be signed anew.)
+	fresh := now + int64(c.s.ttl/time.Second)
+	if !cl.Expiry.IsZero() && cl.Expiry.Unix() < fresh {
+		fresh = cl.Expiry.Unix()
+	}
 	c.mu.Lock()
 	t, ok := c.m[k]
 	c.mu.Unlock()
-	if ok && t.notBefore <= now && t.exp-now >= minLeft && (cl.Expiry.IsZero() || t.exp <= cl.Expiry.Unix()) {
+	left := t.exp - now
+	if ok && t.notBefore <= now && left > 0 && 2*left >= fresh-now && (cl.Expiry.IsZero() || t.exp <= cl.Expiry.Unix()) {
 		return t.token, nil
 	}
 	tok, exp, err := c.s.sign(cl)

@@ -64,6 +64,57 @@ func TestCacheReuse(t *testing.T) {
 	}
 }
 
+// TestCacheShortSession: in a session shorter than twice the TTL, a token
+// is reused while it has half the life left a new one would get (to the
+// session's end), not signed anew on every request; never past the end.
+func TestCacheShortSession(t *testing.T) {
+	s := tokentest.New(t).Signer // TTL 5 minutes
+	v := s.Verifier()
+	cache := s.NewCache(0)
+	at := func(d, end time.Duration) (string, token.Claims) {
+		t.Helper()
+		c := tokentest.Claims()
+		c.IssuedAt = tokentest.Now.Add(d)
+		c.Expiry = tokentest.Now.Add(end)
+		tok, err := cache.Sign(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.Verify(tok, c.Room, c.IssuedAt)
+		if err != nil {
+			t.Fatalf("token at +%s: %v", d, err)
+		}
+		if got.Expiry.After(c.Expiry) {
+			t.Errorf("token at +%s expires %s, after the session's end %s", d, got.Expiry, c.Expiry)
+		}
+		return tok, got
+	}
+	// A one-minute session renewed on every request (the end slides).
+	first, c := at(0, time.Minute)
+	if !c.Expiry.Equal(tokentest.Now.Add(time.Minute)) {
+		t.Fatalf("first token expires %s", c.Expiry)
+	}
+	for _, d := range []time.Duration{time.Second, 10 * time.Second, 30 * time.Second} {
+		if tok, _ := at(d, d+time.Minute); tok != first {
+			t.Errorf("at +%s (30 s of 60 left at most): signed anew, want the cached token", d)
+		}
+	}
+	second, _ := at(31*time.Second, 91*time.Second)
+	if second == first {
+		t.Error("at +31s, 29 s left of a possible 60: reused")
+	}
+	// A session that is not renewed: its end stays, and the token capped
+	// at it is reused to the end.
+	cache = s.NewCache(0)
+	end := 2 * time.Minute
+	first, _ = at(0, end)
+	for _, d := range []time.Duration{time.Minute, 110 * time.Second, 119 * time.Second} {
+		if tok, _ := at(d, end); tok != first {
+			t.Errorf("at +%s of a session ending at +%s: signed anew", d, end)
+		}
+	}
+}
+
 func TestCacheBounded(t *testing.T) {
 	s := tokentest.New(t).Signer
 	cache := s.NewCache(16)

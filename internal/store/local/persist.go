@@ -241,7 +241,7 @@ func (s *Store) flushLocked(final bool) error {
 		for k := range r.dirty {
 			w := write{room: id, key: k}
 			if k.kind == kindRecord {
-				if rc, ok := r.records[visitorOf(k)]; ok && rc.admitted {
+				if rc, ok := r.records.get(visitorOf(k)); ok && rc.admitted {
 					w.rec = &rc
 				}
 			} else {

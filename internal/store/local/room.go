@@ -51,12 +51,10 @@ type room struct {
 	activeN  int64                     // sum of active
 	admitted map[int64]int64           // second -> admissions
 	admN     int64                     // sum of admitted
+	lapsed   int64                     // waiting counts expired (abandoned), since the store opened
 	expired  int64                     // every cell with expiry <= this is gone
 
-	records map[[8]byte]record
-	// wheel files each record once, under the keep second it had when
-	// filed; a record found there with a later keep is filed again.
-	wheel map[int64][][8]byte
+	records *records
 
 	sketch *limit.Sketch // per-client limits; nil until one is asked
 
@@ -73,8 +71,7 @@ func newRoom(persist bool) *room {
 		waiting:  map[int64]map[int64]int64{},
 		active:   map[int64]int64{},
 		admitted: map[int64]int64{},
-		records:  map[[8]byte]record{},
-		wheel:    map[int64][][8]byte{},
+		records:  newRecords(),
 	}
 	if persist {
 		r.dirty = map[cellKey]struct{}{}
@@ -125,6 +122,7 @@ func (r *room) expire(now int64) {
 		}
 		for b, c := range bs {
 			r.live.add(b, -c)
+			r.lapsed += max(c, 0)
 			r.mark(cellKey{kindWaiting, exp, b})
 		}
 		delete(r.waiting, exp)
@@ -149,59 +147,42 @@ func (r *room) expire(now int64) {
 	r.expired = now
 }
 
-// expireRecords forgets the records whose keep has come, walking the
-// wheel's seconds since the last expiry (or its slots, after a long gap).
+// expireRecords forgets the records whose keep has come: it sweeps the
+// record parts of the seconds since the last expiry (all of them after a
+// long gap).
 func (r *room) expireRecords(now int64) {
-	due := func(sec int64) {
-		for _, v := range r.wheel[sec] {
-			rc, ok := r.records[v]
-			switch {
-			case !ok:
-			case rc.keep <= now:
-				delete(r.records, v)
-				if rc.admitted {
-					r.mark(visitorKey(v))
-				}
-			default:
-				r.wheel[rc.keep] = append(r.wheel[rc.keep], v)
-			}
+	gone := func(v [8]byte, rc record) {
+		if rc.admitted {
+			r.mark(visitorKey(v))
 		}
-		delete(r.wheel, sec)
 	}
-	if now-r.expired <= int64(len(r.wheel))+16 && r.expired > 0 {
-		for sec := r.expired + 1; sec <= now; sec++ {
-			if _, ok := r.wheel[sec]; ok {
-				due(sec)
-			}
+	if r.expired == 0 || now-r.expired >= recordShards {
+		for i := range recordShards {
+			r.records.sweep(i, now, gone)
 		}
 		return
 	}
-	for sec := range r.wheel {
-		if sec <= now {
-			due(sec)
-		}
+	for sec := r.expired + 1; sec <= now; sec++ {
+		r.records.sweep(int(sec%recordShards), now, gone)
 	}
 }
 
 // remember records what the store counted last for visitor v.
 func (r *room) remember(v [8]byte, rc record, now int64) {
-	old, had := r.records[v]
+	old, had := r.records.get(v)
 	if had {
 		rc.keep = max(rc.keep, old.keep)
 	}
 	if rc.keep <= now {
 		if had {
-			delete(r.records, v)
+			r.records.del(v)
 			if old.admitted {
 				r.mark(visitorKey(v))
 			}
 		}
 		return
 	}
-	r.records[v] = rc
-	if !had {
-		r.wheel[rc.keep] = append(r.wheel[rc.keep], v)
-	}
+	r.records.put(v, rc)
 	if rc.admitted || old.admitted {
 		// Admitted records are kept on disk: a crash must not let a copy of
 		// an admitted visitor's waiting ticket in a second time.
@@ -273,7 +254,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	now := op.Now.Unix()
 	r.expire(now)
 	from := atMilli(op.From.At)
-	rc, known := r.records[op.Visitor]
+	rc, known := r.records.get(op.Visitor)
 	if known && (from < rc.at || rc.admitted) {
 		// A ticket older than the one counted last, or any waiting ticket
 		// of a visitor the store admitted: a replay.
@@ -351,7 +332,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.remember(op.Visitor, record{at: counted, cell: cell, keep: op.Keep}, now)
 		}
 	}
-	if rc, ok := r.records[op.Visitor]; ok {
+	if rc, ok := r.records.get(op.Visitor); ok {
 		res.Record = rc.public()
 	}
 	if res.OverClient && !op.Client.Refuse {
@@ -366,7 +347,7 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	now := op.Now.Unix()
 	r.expire(now)
 	from := atMilli(op.From.At)
-	rc, known := r.records[op.Visitor]
+	rc, known := r.records.get(op.Visitor)
 	if op.End {
 		if known && rc.admitted && rc.cell > now {
 			r.addActive(rc.cell, -1)

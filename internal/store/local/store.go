@@ -66,6 +66,8 @@ type Store struct {
 	closeOnce  sync.Once
 
 	rt runtimeDoc // the runtime document and the audit log (runtime.go)
+
+	analytics map[string]memAnalytics // by room, without a file (analytics.go)
 }
 
 // span is a half-open time span [From, To).
@@ -198,7 +200,7 @@ func (s *Store) Records(roomID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rooms[roomID]; r != nil {
-		return len(r.records)
+		return r.records.len()
 	}
 	return 0
 }
@@ -213,7 +215,9 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(0, 0), nil
+	st := r.stats(0, 0)
+	st.Lapsed = r.lapsed
+	return st, nil
 }
 
 // LoadKeys implements usher.Store.

@@ -25,6 +25,9 @@
 //	            buckets a page, and "exp" -> the cell's pages
 //	{p:room}:a  active cells: expiry second -> count
 //	{p:room}:r  admissions per second, for the 61-second rate window
+//	{p:room}:am:<unix>, {p:room}:ah:<unix>
+//	            a minute's and an hour's analytics (see analytics.go),
+//	            each expiring when its retention ends
 //
 // The anchor is the first waiter's bucket, forgotten when nobody waits;
 // buckets more than 2^30 s away from it clamp. Cells are expired by walking

@@ -234,12 +234,12 @@ func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int
 func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.RoomStats, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [3]int64
+	var v [4]int64
 	rk, _, _ := s.room(room, now)
 	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
-	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
+	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2], Lapsed: v[3]}, nil
 }
 
 // writeArgs appends the arguments every write script starts with (see

@@ -31,6 +31,7 @@ func Run(t *testing.T, open Opener) {
 		{"WaitersAheadByBucket", testWaitersAheadByBucket},
 		{"WaitingMoveCountsOnce", testWaitingMoveCountsOnce},
 		{"AbandonedWaitersExpire", testAbandonedWaitersExpire},
+		{"WaitersOfOwnIntervalsExpireEachInTurn", testOwnIntervals},
 		{"RenewMovesActivity", testRenewMovesActivity},
 		{"WaitingReplayChangesNothing", testWaitingReplay},
 		{"TicketAdmittedOnce", testAdmittedOnce},
@@ -54,6 +55,9 @@ func Run(t *testing.T, open Opener) {
 		{"RoomsAreSeparate", testRoomsAreSeparate},
 		{"Keys", testKeys},
 		{"ParallelAdmitsHoldTheLimit", testParallelAdmits},
+		{"AnalyticsMerge", testAnalyticsMerge},
+		{"AnalyticsRefusesBadInput", testAnalyticsRefusesBadInput},
+		{"AnalyticsParallelAddsMerge", testAnalyticsParallelAddsMerge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,10 +233,65 @@ func testAbandonedWaitersExpire(t *testing.T, s usher.Store) {
 	if res := mustAdmit(t, s, "r", later); res.Ahead != 1 {
 		t.Fatalf("behind a live waiter: ahead = %d, want 1", res.Ahead)
 	}
+	if st := mustStats(t, s, "r", T0.Add(3*time.Second)); st.Lapsed != 0 {
+		t.Fatalf("lapsed = %d before any cell expired, want 0", st.Lapsed)
+	}
 	// The first waiter never checks in again: from its cell's expiry on it
 	// is nobody's obstacle.
 	if res := mustAdmit(t, s, "r", checkIn(later, T0.Add(6*time.Second))); res.Ahead != 0 || res.Waiting != 1 {
 		t.Fatalf("after the abandoned waiter's cell expired: %+v, want 0 ahead, 1 waiting", res)
+	}
+	// It lapsed; the waiter who checked in (moved out of its cell) did not.
+	if st := mustStats(t, s, "r", T0.Add(6*time.Second)); st.Lapsed != 1 {
+		t.Fatalf("lapsed = %d after one waiter's cell expired, want 1", st.Lapsed)
+	}
+}
+
+// testOwnIntervals: waiters given check-in intervals of different lengths
+// (a waiter far back checks in less often) are each counted in the cell
+// their own interval names, in cells seconds to minutes out, and each
+// stops counting when its own cell expires, checked in or not; a waiter
+// who checks in moves from its long cell to a short one once.
+func testOwnIntervals(t *testing.T, s usher.Store) {
+	full := op(T0, 1, 100)
+	full.ActiveExp = T0.Unix() + 10_000 // the one place stays taken
+	mustAdmit(t, s, "r", full)
+	windows := []int64{20, 60, 150, 400} // seconds each waiter's cell lasts
+	var ops []usher.AdmitOp
+	for i, w := range windows {
+		o := op(T0.Add(time.Duration(i+1)*time.Second), 1, 100)
+		o.WaitExp = T0.Unix() + int64(i+1) + w
+		mustAdmit(t, s, "r", o)
+		ops = append(ops, o)
+	}
+	last := op(T0.Add(10*time.Second), 1, 100)
+	last.WaitExp = T0.Unix() + 1000
+	mustAdmit(t, s, "r", last)
+	for i, o := range ops {
+		// A moment before its cell expires the waiter still counts; at the
+		// expiry it is gone.
+		before := time.Unix(o.WaitExp-1, 0)
+		last = checkIn(last, before)
+		last.WaitExp = T0.Unix() + 1000
+		if res := mustAdmit(t, s, "r", last); res.Ahead != int64(len(ops)-i) {
+			t.Fatalf("at %ds, before waiter %d's cell expires: %d ahead, want %d", o.WaitExp-1-T0.Unix(), i, res.Ahead, len(ops)-i)
+		}
+		at := time.Unix(o.WaitExp, 0)
+		if st := mustStats(t, s, "r", at); st.Waiting != int64(len(ops)-i) {
+			t.Fatalf("at %ds, waiter %d's cell expired: %d waiting, want %d", o.WaitExp-T0.Unix(), i, st.Waiting, len(ops)-i)
+		}
+	}
+	// A waiter with a long cell checks in and gets a short one: counted
+	// once, and gone when the short one expires.
+	far := op(T0.Add(500*time.Second), 1, 100)
+	far.WaitExp = T0.Unix() + 500 + 300
+	mustAdmit(t, s, "r", far)
+	near := checkIn(far, T0.Add(600*time.Second)) // WaitExp: +5 s
+	if res := mustAdmit(t, s, "r", near); res.Waiting != 2 {
+		t.Fatalf("after the far waiter's check-in: %d waiting, want 2 (it and the last)", res.Waiting)
+	}
+	if st := mustStats(t, s, "r", time.Unix(near.WaitExp, 0)); st.Waiting != 1 {
+		t.Fatalf("when its short cell expired: %d waiting, want 1", st.Waiting)
 	}
 }
 

@@ -380,6 +380,7 @@ local function expire(m, now)
   hdel(W, waiting_due(x, now, function(i, c)
     delta[i] = (delta[i] or 0) - c
     m.wn = m.wn - c
+    m.lp = (m.lp or 0) + c
   end))
   counts(m, delta)
 
@@ -416,7 +417,7 @@ local function trusted(m, at)
 end
 
 -- FIELDS are the meta fields a script may change.
-local FIELDS = {'born', 'x', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt'}
+local FIELDS = {'born', 'x', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt', 'lp'}
 
 -- finish writes the meta fields that changed and keeps the room's keys
 -- alive for the horizon past the latest cell.

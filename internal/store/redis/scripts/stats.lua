@@ -2,14 +2,14 @@
 -- Cells that are due but not yet expired are left out of the counts.
 --
 -- ARGV 1: now (unix second). Returns {active, waiting, admitted last
--- minute}.
+-- minute, lapsed waiters}.
 local now = tonumber(ARGV[1])
 if redis.call('EXISTS', M) == 0 then
-  return {0, 0, 0}
+  return {0, 0, 0, 0}
 end
 local m = meta()
 local x = m.x or now
-local an, wn, rn = m.an or 0, m.wn or 0, m.rn or 0
+local an, wn, rn, lp = m.an or 0, m.wn or 0, m.rn or 0, m.lp or 0
 if now > x then
   local _, vals = due(A, x, now)
   for k = 1, #vals do
@@ -21,6 +21,7 @@ if now > x then
   end
   waiting_due(x, now, function(_, c)
     wn = wn - c
+    lp = lp + c
   end)
 end
-return {math.max(0, an), math.max(0, wn), math.max(0, rn)}
+return {math.max(0, an), math.max(0, wn), math.max(0, rn), lp}

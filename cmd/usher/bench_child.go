@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/usherhq/usher/internal/gate"
+	"github.com/usherhq/usher/internal/server"
+)
+
+// benchChildEnv marks a process usher bench started as one of its
+// targets: the hidden command bench-target runs only with it set.
+const benchChildEnv = "USHER_BENCH_CHILD"
+
+// benchProfileEnv, when set to a directory, makes every target process the
+// throughput scenario starts write its CPU profile there when it stops
+// (usher.cpu.pprof, proxy-tuned.cpu.pprof, ...).
+const benchProfileEnv = "USHER_BENCH_CPUPROFILE"
+
+// benchTarget is the hidden command bench-target: one server of the
+// throughput scenario in a process of its own, so that its CPU time is its
+// own. It prints "listening ADDR" on stdout once it accepts connections
+// and serves until ctx is done (SIGTERM).
+//
+//	bench-target proxy --origin URL [--unpooled]
+//	bench-target usher --dir DIR --rooms FILE --origin URL [--trusted CIDR]
+func (m *Main) benchTarget(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("bench-target: proxy or usher")
+	}
+	fs := flag.NewFlagSet("bench-target", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	origin := fs.String("origin", "", "the origin's URL")
+	unpooled := fs.Bool("unpooled", false, "proxy: no buffer pool, as httputil.ReverseProxy is by default")
+	dir := fs.String("dir", "", "usher: the embedded store's directory")
+	rooms := fs.String("rooms", "", "usher: a file with the rooms' YAML (%s where the origin goes)")
+	trusted := fs.String("trusted", "", "usher: trusted proxies, comma-separated")
+	if err := fs.Parse(args[1:]); err != nil {
+		return errUsage
+	}
+	kind := args[0]
+	if prof := os.Getenv(benchProfileEnv); prof != "" {
+		name := kind
+		if kind == "proxy" {
+			name = "proxy-tuned"
+			if *unpooled {
+				name = "proxy-unpooled"
+			}
+		}
+		f, err := os.Create(filepath.Join(prof, name+".cpu.pprof"))
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	switch kind {
+	case "proxy":
+		target, err := url.Parse(*origin)
+		if err != nil || target.Host == "" {
+			return fmt.Errorf("bench-target: --origin: %q is not a URL", *origin)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		return server.Serve(ctx, ln, referenceProxy(target, !*unpooled), quiet)
+	case "usher":
+		yaml, err := os.ReadFile(*rooms)
+		if err != nil {
+			return err
+		}
+		cfg, err := selfConfig(*dir, string(yaml), *origin)
+		if err != nil {
+			return err
+		}
+		if *trusted != "" {
+			cfg.TrustedProxies = strings.Split(*trusted, ",")
+		}
+		inner := &Main{Stdout: io.Discard, Stderr: m.Stderr, Ready: func(pub, _ string) {
+			fmt.Fprintf(m.Stdout, "listening %s\n", pub)
+		}}
+		return inner.run(ctx, cfg, quiet, "")
+	}
+	return fmt.Errorf("bench-target: unknown target %q", kind)
+}
+
+// referenceProxy is the reference the throughput scenario measures usher
+// against: an httputil.ReverseProxy to target setting X-Forwarded-*, with
+// the gate's own transport and, when pooled (proxy-tuned), its buffer pool.
+// Unpooled (proxy-unpooled), it allocates a copy buffer per response, as
+// ReverseProxy does by default.
+func referenceProxy(target *url.URL, pooled bool) *httputil.ReverseProxy {
+	p := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.SetXForwarded()
+		},
+		Transport: gate.NewTransport(),
+	}
+	if pooled {
+		p.BufferPool = gate.NewBufferPool()
+	}
+	return p
+}
+
+// childTarget is a bench target running in a process of its own.
+type childTarget struct {
+	url  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	errs *childStderr
+}
+
+// startChild starts this executable's bench-target with args and returns
+// once it listens.
+func startChild(ctx context.Context, args ...string) (*childTarget, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"bench-target"}, args...)...)
+	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &childTarget{cmd: cmd, done: make(chan struct{}), errs: &childStderr{}}
+	cmd.Stderr = c.errs
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start bench target %s: %w", args[0], err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				addr <- a
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	select {
+	case a := <-addr:
+		c.url = "http://" + a
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("bench target %s exited at start: %s", args[0], strings.TrimSpace(c.errs.String()))
+	case <-ctx.Done():
+		c.stop()
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		c.stop()
+		return nil, errors.New("bench target " + args[0] + " did not listen in 30 s")
+	}
+}
+
+// cpu returns the CPU time (user and system) the target has used so far.
+func (c *childTarget) cpu() time.Duration { return procCPU(c.cmd.Process.Pid) }
+
+// stop stops the target: SIGTERM, or a kill after 10 s.
+func (c *childTarget) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// childStderr keeps the first 64 KB a target writes on stderr, for the
+// error when it fails to start; safe for a writer and a reader at once.
+type childStderr struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *childStderr) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 64<<10 {
+		return len(p), nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *childStderr) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,80 @@
+package admission
+
+import (
+	"time"
+
+	"github.com/usherhq/usher"
+)
+
+// Happening is what an Observer is told of. Abandoned waiters are not
+// among them: a waiter who leaves just stops checking in, so only the
+// store sees its place lapse (usher.RoomStats.Lapsed).
+type Happening uint8
+
+// The happenings.
+const (
+	// Arrived: a new visitor got its first ticket (waiting or admitted at
+	// once).
+	Arrived Happening = iota + 1
+	// Admitted: a visitor was counted in, once per visitor (a replay, a
+	// renewal or an admitted visitor's request is not an admission).
+	// Queued is its time from arrival to admission; Announced, when not
+	// zero, the wait its first waiting page announced.
+	Admitted
+	// Ended: an admitted visitor came back after its session ended; OnOrigin
+	// is its time from admission to its last counted activity.
+	Ended
+	// Revoked: a session was ended at once (an origin's revoke).
+	Revoked
+)
+
+// Observation is one happening in a room. It is passed by value and holds
+// no pointers, so that telling an Observer allocates nothing.
+type Observation struct {
+	What Happening
+	// At is the decision's time.
+	At time.Time
+	// Queued is an admitted visitor's time in the queue.
+	Queued time.Duration
+	// Announced is the wait the visitor's first waiting page announced
+	// with a known estimate (zero: none was, or admitted at once).
+	Announced time.Duration
+	// OnOrigin is an ended session's time on the origin (zero: unknown).
+	OnOrigin time.Duration
+}
+
+// Observer is told of each happening. Observe is called on the decision's
+// goroutine, so it must be quick and must not block; it must be safe for
+// concurrent use.
+type Observer interface {
+	Observe(room string, o Observation)
+}
+
+// Observers tells every Observer of the list.
+type Observers []Observer
+
+// Observe implements Observer.
+func (os Observers) Observe(room string, o Observation) {
+	for _, ob := range os {
+		ob.Observe(room, o)
+	}
+}
+
+// observe tells the engine's observer, if any.
+func (e *Engine) observe(room string, o Observation) {
+	if e.opts.Observer != nil {
+		e.opts.Observer.Observe(room, o)
+	}
+}
+
+// observeAdmitted tells of tk's admission at now.
+func (e *Engine) observeAdmitted(room string, tk *usher.Ticket, now time.Time) {
+	if e.opts.Observer == nil {
+		return
+	}
+	o := Observation{What: Admitted, At: now, Queued: max(0, now.Sub(tk.ArrivedAt))}
+	if !tk.Announced.IsZero() {
+		o.Announced = max(0, tk.Announced.Sub(tk.ArrivedAt))
+	}
+	e.opts.Observer.Observe(room, o)
+}

@@ -1,0 +1,138 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const hookRoom = `origin: http://127.0.0.1:3000
+rooms:
+  - id: sale
+    total_active_users: 10
+    new_users_per_minute: 10
+    webhooks:
+`
+
+func TestWebhooksDecode(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hook.secret"), []byte("  0123456789abcdef-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "usher.yaml")
+	body := hookRoom + `      - name: ops
+        url: https://hooks.example/usher/T0K3N
+        secret_file: hook.secret
+        events: [queueing.*, room.settings_changed, visitor.admitted]
+        visitor_events: 0.01
+        timeout: 3s
+        max_queue: 50
+      - name: all
+        url: http://127.0.0.1:9999/
+        secret: 0123456789abcdef
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Webhooks) != 2 {
+		t.Fatalf("Webhooks = %+v, want 2", c.Webhooks)
+	}
+	w := c.Webhooks[0]
+	if w.Room != "sale" || w.Name != "ops" || w.SecretValue() != "0123456789abcdef-file" || w.VisitorEvents != 0.01 ||
+		w.Timeout.String() != "3s" || w.MaxQueue != 50 || len(w.Events) != 3 {
+		t.Errorf("webhook 0 = %+v", w)
+	}
+	if got := c.Webhooks[1].SecretValue(); got != "0123456789abcdef" {
+		t.Errorf("webhook 1 secret = %q", got)
+	}
+	var b strings.Builder
+	if err := c.Explain(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, `Webhook "ops" gets queueing.*, room.settings_changed, visitor.admitted at https://hooks.example/…, signed; per-visitor events sampled at 1 %`) {
+		t.Errorf("Explain does not describe the webhook:\n%s", out)
+	}
+	if strings.Contains(out, "T0K3N") || strings.Contains(out, "abcdef") {
+		t.Errorf("Explain shows a secret:\n%s", out)
+	}
+	// A webhook changes live.
+	next := *c
+	next.Webhooks = nil
+	if err := c.Reloadable(&next); err != nil {
+		t.Errorf("Reloadable without webhooks: %v", err)
+	}
+}
+
+func TestWebhooksInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name, hook, want string
+	}{
+		{"scheme", "{name: a, url: ftp://x.example/, secret: 0123456789abcdef}",
+			`line 7: rooms[0] (sale): webhooks[0].url: must be an http or https URL, got scheme "ftp"`},
+		{"relative", "{name: a, url: /hook, secret: 0123456789abcdef}",
+			`webhooks[0].url: must be an http or https URL, got scheme ""`},
+		{"no url", "{name: a, secret: 0123456789abcdef}", `webhooks[0].url: required`},
+		{"empty secret", `{name: a, url: "http://x.example/", secret: ""}`,
+			`webhooks[0].secret: required (set secret or secret_file): it signs every delivery`},
+		{"short secret", `{name: a, url: "http://x.example/", secret: short}`,
+			`webhooks[0].secret: must be at least 16 characters, got 5`},
+		{"both secrets", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, secret_file: f}`,
+			`webhooks[0]: set secret or secret_file, not both`},
+		{"unknown event", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, events: [queueing.started, room.exploded]}`,
+			`webhooks[0].events[1]: unknown event type "room.exploded"`},
+		{"sample high", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, events: [visitor.*], visitor_events: 1.5}`,
+			`webhooks[0].visitor_events: must be from 0 to 1 (the share of per-visitor events sent), got 1.5`},
+		{"sample negative", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, events: [visitor.*], visitor_events: -0.1}`,
+			`webhooks[0].visitor_events: must be from 0 to 1`},
+		{"sample text", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, visitor_events: lots}`,
+			`webhooks[0].visitor_events: must be a number, got "lots"`},
+		{"visitor without sample", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, events: [visitor.admitted]}`,
+			`webhooks[0].events[0]: visitor.admitted: per-visitor events are sampled: set visitor_events`},
+		{"sample without visitor", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, visitor_events: 0.5}`,
+			`webhooks[0].visitor_events: is set, but events names no visitor event`},
+		{"timeout", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, timeout: 2m}`,
+			`webhooks[0].timeout: must be from 1s to 30s, got 2m`},
+		{"queue", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, max_queue: 1000000}`,
+			`webhooks[0].max_queue: must be from 1 to 100000, got 1000000`},
+		{"name", `{name: "Ops Hook", url: "http://x.example/", secret: 0123456789abcdef}`,
+			`webhooks[0].name: must be 1 to 32 of a-z, 0-9`},
+		{"unknown field", `{name: a, url: "http://x.example/", secret: 0123456789abcdef, retries: 3}`,
+			`webhooks[0]: unknown field "retries"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(hookRoom + "      - " + tc.hook + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	_, err := Parse(strings.NewReader(hookRoom + "      - {name: a, url: \"http://x.example/\", secret: 0123456789abcdef}\n      - {name: a, url: \"http://y.example/\", secret: 0123456789abcdef}\n"))
+	if err == nil || !strings.Contains(err.Error(), "webhooks[1].name: same as webhooks[0] of the room") {
+		t.Errorf("Parse with two webhooks of one name = %v", err)
+	}
+}
+
+func TestWebhooksNotAtRuntime(t *testing.T) {
+	ok, why := OverridableField("webhooks")
+	if ok || !strings.Contains(why, "config file only") {
+		t.Errorf("OverridableField(webhooks) = %v, %q; want refused, in the file only", ok, why)
+	}
+}
+
+func TestWebhookTarget(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://hooks.slack.example/services/T0/B0/SECRET": "https://hooks.slack.example/…",
+		"http://user:pw@10.0.0.1:8080/":                     "http://10.0.0.1:8080/",
+		"http://x.example":                                  "http://x.example/",
+	} {
+		if got := WebhookTarget(in); got != want {
+			t.Errorf("WebhookTarget(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
