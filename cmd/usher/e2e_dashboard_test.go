@@ -195,8 +195,9 @@ func login(t *testing.T, tab context.Context, token string) {
 // and waiting above zero, one point a second); the running and the next
 // event show; a limit the API refuses shows its error naming the field
 // and changes nothing; queue_all switched on from the keyboard and
-// confirmed makes the next new visitor of that room wait; a read token
-// sees every control disabled. No request carries a token in its URL or
+// confirmed makes the next new visitor of that room wait; suspended
+// switched on with the mouse lets them pass; a read token sees every
+// control disabled. No request carries a token in its URL or
 // leaves the admin listener.
 func TestE2EDashboardChromium(t *testing.T) {
 	if testing.Short() {
@@ -430,6 +431,28 @@ func TestE2EDashboardChromium(t *testing.T) {
 		t.Fatalf("quiet's audit log: %v %+v", err, au)
 	}
 
+	// Suspended, with the mouse: the room is off, its visitors pass
+	// (queue_all or not).
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`[data-room="quiet"] [data-control="suspended"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm").open`)
+	if got := eval[string](t, tab, `[document.getElementById("confirm-field").textContent, document.getElementById("confirm-before").textContent,
+		document.getElementById("confirm-after").textContent].join(" ")`); got != "suspended false true" {
+		t.Fatalf("the dialog shows %q", got)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#confirm-apply"))); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open`)
+	if newVisitorWaits(t, pub, "/members") {
+		t.Fatal("a new visitor of quiet waits after suspended was applied")
+	}
+	waitUntil(t, tab, 5*time.Second, `(function () {
+		var r = document.querySelector('[data-room="quiet"]');
+		return r.querySelector('[data-control="suspended"]').getAttribute("aria-pressed") === "true" &&
+			r.querySelector(".badge.suspended") !== null && r.querySelector(".badge.queue-all") !== null; })()`)
+
 	// A read token: every control disabled, and the note says why.
 	rtab, cancelR := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
 	defer cancelR()
@@ -447,6 +470,12 @@ func TestE2EDashboardChromium(t *testing.T) {
 		return c.length === 12 && !document.getElementById("readonly").hidden; })()`) {
 		t.Fatal("a read token's controls are not all disabled")
 	}
+
+	// On a phone's width nothing overflows sideways.
+	if err := chromedp.Do(rtab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, rtab, 5*time.Second, `document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
 
 	// No token in any URL; every request to the admin listener; the
 	// stream and the writes carry the token in the Authorization header.
@@ -474,7 +503,7 @@ func TestE2EDashboardChromium(t *testing.T) {
 			}
 		}
 	}
-	if live < 2 || patch != 2 {
-		t.Errorf("%d stream requests, %d PATCHes; want 2 and 2", live, patch)
+	if live < 2 || patch != 3 {
+		t.Errorf("%d stream requests, %d PATCHes; want 2 and 3", live, patch)
 	}
 }

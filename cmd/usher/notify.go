@@ -19,6 +19,10 @@ import (
 // anything listens.
 const monitorEvery = time.Second
 
+// webhookDrain is how long a stopping usher waits for its webhooks'
+// queued events to be delivered.
+const webhookDrain = 2 * time.Second
+
 // claimRoom is the name under which nodes sharing a store claim the
 // reporting of room events (not a room id: those start with a letter or
 // digit).

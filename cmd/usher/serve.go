@@ -80,7 +80,13 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if err != nil {
 		return err
 	}
-	defer n.events.bus.Close()
+	defer func() {
+		// Events published just before the stop still go out, for a
+		// moment.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), webhookDrain)
+		defer cancel()
+		n.events.bus.Drain(dctx)
+	}()
 	n.events.startMonitor(n.st, n.engine.Status, store, cfg.Store.Redis != nil)
 	// The rooms' state at start, before any request or change: what
 	// changes from here is an event.
@@ -126,7 +132,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	defer cancel()
 	// Stopping ends the event streams at once (the admin listener's
 	// graceful shutdown would otherwise wait for them).
-	context.AfterFunc(ctx, n.events.bus.Close)
+	context.AfterFunc(ctx, n.events.bus.EndStreams)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	serve := func(ln net.Listener, h func() error) {

@@ -33,6 +33,9 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 			writeJSON(w, e.Status, errorJSON{Error: errorBody{Code: code, Message: e.Message, Field: e.Param}})
 		}))
 	}
+	if h.events != nil {
+		mux.HandleFunc("GET /api/v1/webhooks", h.serveWebhooks)
+	}
 	if h.layers == nil {
 		return
 	}
@@ -52,6 +55,28 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v1/rooms/{id}/rules/{index}", h.serveDeleteRule)
 	mux.HandleFunc("GET /api/v1/overrides", h.serveOverrides)
 	mux.HandleFunc("GET /api/v1/audit", h.serveAudit)
+}
+
+// WebhooksView is GET /api/v1/webhooks: every room's webhooks (secrets
+// and URL paths left out) with their delivery counts.
+type WebhooksView struct {
+	Webhooks []notify.WebhookStatus `json:"webhooks"`
+}
+
+// serveWebhooks lists the webhooks in force, ?room= keeping one room's.
+func (h *Handler) serveWebhooks(w http.ResponseWriter, r *http.Request) {
+	room := r.URL.Query().Get("room")
+	if room != "" && !h.roomExists(room) {
+		noRoom(room).write(w)
+		return
+	}
+	out := WebhooksView{Webhooks: []notify.WebhookStatus{}}
+	for _, s := range h.events.Status() {
+		if room == "" || s.Room == room {
+			out.Webhooks = append(out.Webhooks, s)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // roomExists reports whether a room with id is in force.

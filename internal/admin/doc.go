@@ -14,6 +14,11 @@
 // that draws every room from GET /api/v1/live, a stream of server-sent
 // events (live.go), and changes rooms through the same PATCH as the CLI.
 //
+// GET /api/v1/stream is the rooms' events (internal/notify's bus, the
+// same events the webhooks get) as server-sent events; a change made
+// through the API is handed to Options.Changed for its
+// room.settings_changed event.
+//
 // Every path except GET /healthz and the dashboard's files needs an
 // "Authorization: Bearer <token>" header; the token is compared in constant time. A read token may GET
 // only. Errors are JSON of the form

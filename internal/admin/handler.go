@@ -127,6 +127,9 @@ func New(opts Options) *Handler {
 	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
+		if err := opts.Metrics.registry.Register(&liveCollector{h.live}); err != nil {
+			h.logger.Warn("the live stream's metrics are registered already (one admin handler per Metrics)", "err", err)
+		}
 	}
 	h.mux = mux
 	return h

@@ -164,6 +164,8 @@ type liveHub struct {
 	running bool
 	closed  bool
 	stop    chan struct{} // closed by close
+
+	drops atomic.Int64 // subscribers dropped for falling behind
 }
 
 // liveSub is one subscriber: its queue of messages, closed when it is
@@ -277,6 +279,7 @@ func (l *liveHub) publish(msg []byte) bool {
 		case s.ch <- msg:
 		default:
 			s.dropped.Store(true)
+			l.drops.Add(1)
 			delete(l.subs, s)
 			close(s.ch)
 		}

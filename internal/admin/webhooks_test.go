@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/usherhq/usher/internal/notify"
 )
 
 // hookConfig is apiConfig's sale room with a webhook.
@@ -62,5 +64,36 @@ func TestRoomDiffs(t *testing.T) {
 	d := diffs[1]
 	if d.Room != "other" || d.Before["total_active_users"] != 10 || d.After["total_active_users"] != 12 || d.After["queue_all"] != true || len(d.After) != 2 {
 		t.Errorf("changed room %+v", d)
+	}
+}
+
+// TestWebhooksEndpoint: GET /api/v1/webhooks lists the webhooks with
+// their counts, never a secret or a URL's path.
+func TestWebhooksEndpoint(t *testing.T) {
+	a := newAPITest(t, nil, hookConfig)
+	bus := notify.New(notify.Options{})
+	defer bus.Close()
+	bus.SetWebhooks([]notify.WebhookConfig{{Room: "sale", Name: "ops", URL: "https://hooks.example/usher/PATH-TOKEN?k=QUERY-TOKEN",
+		Secret: []byte("webhook-secret-0123456789"), Events: []string{"queueing.*"}, MaxQueue: 7}})
+	a.h = New(Options{Token: writeToken, Tokens: []Token{{Name: "viewer", Secret: readToken}}, Layers: a.layers, Rooms: a.h.rooms, Events: bus})
+	rec := a.do(t, "GET", "/api/v1/webhooks", readToken, "", "")
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.Contains(body, `"name":"ops"`) || !strings.Contains(body, `"target":"https://hooks.example/…"`) ||
+		!strings.Contains(body, `"max_queue":7`) || !strings.Contains(body, `"dropped":0`) {
+		t.Fatalf("GET /api/v1/webhooks: %d %s", rec.Code, body)
+	}
+	for _, secret := range []string{"webhook-secret", "PATH-TOKEN", "QUERY-TOKEN"} {
+		if strings.Contains(body, secret) {
+			t.Errorf("GET /api/v1/webhooks shows %q: %s", secret, body)
+		}
+	}
+	if rec := a.do(t, "GET", "/api/v1/webhooks?room=other", readToken, "", ""); rec.Code != http.StatusOK || rec.Body.String() != "{\"webhooks\":[]}\n" {
+		t.Errorf("?room=other: %d %q", rec.Code, rec.Body)
+	}
+	if rec := a.do(t, "GET", "/api/v1/webhooks?room=nosuch", readToken, "", ""); rec.Code != http.StatusNotFound {
+		t.Errorf("?room=nosuch: %d %s", rec.Code, rec.Body)
+	}
+	if rec := a.do(t, "GET", "/api/v1/webhooks", "", "", ""); rec.Code != http.StatusUnauthorized {
+		t.Errorf("no token: %d", rec.Code)
 	}
 }

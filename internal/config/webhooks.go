@@ -215,29 +215,9 @@ func (c *Config) readWebhookSecrets(dir string) report {
 	return r
 }
 
-// RoomWebhooks returns the webhooks of the room with id.
-func (c *Config) RoomWebhooks(id string) []Webhook {
-	var out []Webhook
-	for _, w := range c.Webhooks {
-		if w.Room == id {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // WebhookTarget shows a webhook's URL without what may be secret in it
 // (user info, path, query): scheme and host.
-func WebhookTarget(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(an unreadable URL)"
-	}
-	if u.Path == "" || u.Path == "/" {
-		return u.Scheme + "://" + u.Host + "/"
-	}
-	return u.Scheme + "://" + u.Host + "/…"
-}
+func WebhookTarget(raw string) string { return notify.Target(raw) }
 
 // explainWebhook says in words what a webhook gets.
 func explainWebhook(w *Webhook) string {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -109,7 +110,9 @@ type Bus struct {
 	hooks  map[string]*webhook // by room + "\x00" + name
 	subs   map[*subscriber]struct{}
 	closed bool
-	snap   atomic.Pointer[snapshot]
+	// noStreams refuses new streams (EndStreams).
+	noStreams bool
+	snap      atomic.Pointer[snapshot]
 
 	published      atomic.Int64
 	streamDropped  atomic.Int64
@@ -366,6 +369,47 @@ func safeID(id string) bool {
 	return true
 }
 
+// EndStreams ends every open event stream (usher is stopping: the admin
+// listener's graceful shutdown would otherwise wait for them); new ones
+// are refused. Webhooks go on.
+func (b *Bus) EndStreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noStreams = true
+	for sub := range b.subs {
+		sub.end()
+	}
+	clear(b.subs)
+	b.refresh()
+}
+
+// Drain waits until every webhook's queue is empty and nothing is being
+// delivered, or ctx ends, then closes the bus: events published just
+// before usher stops still go out when their receivers answer at once.
+func (b *Bus) Drain(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !b.idle() {
+		select {
+		case <-ctx.Done():
+			b.Close()
+			return
+		case <-tick.C:
+		}
+	}
+	b.Close()
+}
+
+// idle reports whether no webhook has an event queued or in delivery.
+func (b *Bus) idle() bool {
+	for _, h := range b.snap.Load().hooks {
+		if h.pending.Load() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Close stops the bus: deliveries in flight are cut, queued events are
 // dropped (counted), and stream subscribers are ended. It waits for the
 // webhooks' workers.
@@ -419,4 +463,53 @@ func (b *Bus) Stats() []WebhookStats {
 // subscribers cut off for falling behind.
 func (b *Bus) StreamStats() (subscribers int, dropped int64) {
 	return len(b.snap.Load().subs), b.streamDropped.Load()
+}
+
+// WebhookStatus is one webhook as GET /api/v1/webhooks shows it: its
+// settings without the secret, its URL as Target, and its counts.
+type WebhookStatus struct {
+	Room   string `json:"room"`
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	// Events are the types it gets; empty: every room event.
+	Events        []string `json:"events"`
+	VisitorSample float64  `json:"visitor_events"`
+	TimeoutMs     int64    `json:"timeout_ms"`
+	MaxQueue      int      `json:"max_queue"`
+	Delivered     int64    `json:"delivered"`
+	Failed        int64    `json:"failed"`
+	Refused       int64    `json:"refused"`
+	Retries       int64    `json:"retries"`
+	Dropped       int64    `json:"dropped"`
+	Queued        int      `json:"queued"`
+}
+
+// Status returns every webhook, by room and name, without secrets.
+func (b *Bus) Status() []WebhookStatus {
+	s := b.snap.Load()
+	out := make([]WebhookStatus, 0, len(s.hooks))
+	for _, h := range s.hooks {
+		c, st := h.config(), h.stats()
+		events := c.Events
+		if events == nil {
+			events = []string{}
+		}
+		out = append(out, WebhookStatus{Room: c.Room, Name: c.Name, Target: Target(c.URL), Events: events,
+			VisitorSample: c.VisitorSample, TimeoutMs: c.Timeout.Milliseconds(), MaxQueue: c.MaxQueue,
+			Delivered: st.Delivered, Failed: st.Failed, Refused: st.Refused, Retries: st.Retries, Dropped: st.Dropped, Queued: st.Queued})
+	}
+	return out
+}
+
+// Target shows a webhook's URL without what may be secret in it (user
+// info, path, query): scheme and host, and "/…" when there is a path.
+func Target(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(an unreadable URL)"
+	}
+	if (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+		return u.Scheme + "://" + u.Host + "/"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }

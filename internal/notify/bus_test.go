@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"math"
@@ -408,4 +409,46 @@ func TestPublishChecks(t *testing.T) {
 	if len(got) != 2 || got[0].Type != QueueingStarted || !safeID(got[0].ID) || len(got[0].ID) != 24 || got[1].ID != "keep-me_1" {
 		t.Errorf("published %+v", got)
 	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestDrain: a stopping bus delivers what is queued while its receiver
+// answers, and gives up at the deadline when it does not.
+func TestDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rc := &recorder{next: func(int, *http.Request) (*http.Response, error) {
+			time.Sleep(100 * time.Millisecond)
+			return answer(200), nil
+		}}
+		b := New(Options{Transport: rc, Logger: discard()})
+		b.SetWebhooks([]WebhookConfig{hook("ops", 10)})
+		for range 5 {
+			b.Publish(Event{Type: SummaryMinute, Room: "sale"})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		b.Drain(ctx)
+		if s, d := len(rc.attempts()), time.Since(start); s != 5 || d < 500*time.Millisecond || d > 520*time.Millisecond {
+			t.Errorf("drained %d in %s, want 5 in 500ms (checked every 20ms)", s, d)
+		}
+
+		hang := &recorder{next: func(_ int, r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}}
+		b = New(Options{Transport: hang, Logger: discard()})
+		b.SetWebhooks([]WebhookConfig{hook("ops", 10)})
+		for range 5 {
+			b.Publish(Event{Type: SummaryMinute, Room: "sale"})
+		}
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel2()
+		start = time.Now()
+		b.Drain(ctx2)
+		if d := time.Since(start); d < 2*time.Second || d > 2100*time.Millisecond {
+			t.Errorf("a drain with a hanging receiver took %s, want the 2s deadline", d)
+		}
+	})
 }

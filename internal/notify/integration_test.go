@@ -207,3 +207,63 @@ func TestStreamHTTP(t *testing.T) {
 		t.Errorf("ids %v, %d heartbeats; want c,d,e and at least one heartbeat", ids, heartbeats)
 	}
 }
+
+// blockingWriter is a ResponseWriter whose writes wait for release after
+// the first (the stream's opening lines): a client that stopped reading.
+type blockingWriter struct {
+	mu      sync.Mutex
+	h       http.Header
+	out     strings.Builder
+	writes  int
+	release chan struct{}
+}
+
+func (w *blockingWriter) Header() http.Header { return w.h }
+func (w *blockingWriter) WriteHeader(int)     {}
+func (w *blockingWriter) Flush()              {}
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.writes++
+	first := w.writes == 1
+	w.mu.Unlock()
+	if !first {
+		<-w.release
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(p)
+}
+
+// TestStreamCutOff: a subscriber that stops reading is cut off once its
+// buffer is full, told so with event: dropped, and publishing never
+// waits for it.
+func TestStreamCutOff(t *testing.T) {
+	b := New(Options{Logger: discard()})
+	defer b.Close()
+	b.streamCapacity = 4
+	h := b.StreamHandler(nil, func(w http.ResponseWriter, e *StreamError) { t.Errorf("refused: %v", e) })
+	w := &blockingWriter{h: http.Header{}, release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/stream", nil))
+		close(done)
+	}()
+	waitFor(t, 5*time.Second, "subscribed", func() bool { n, _ := b.StreamStats(); return n == 1 })
+	start := time.Now()
+	for range 20 {
+		b.Publish(Event{Type: SummaryMinute, Room: "sale"})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("publishing to a stuck subscriber took %s", d)
+	}
+	if n, dropped := b.StreamStats(); n != 0 || dropped != 1 {
+		t.Fatalf("stream stats: %d subscribers, %d dropped; want 0 and 1", n, dropped)
+	}
+	close(w.release)
+	<-done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !strings.HasSuffix(w.out.String(), "event: dropped\ndata: {\"reason\":\"the client fell behind\"}\n\n") {
+		t.Errorf("the stream ends %q, want event: dropped", w.out.String()[max(0, w.out.Len()-120):])
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,7 @@ type subscriber struct {
 	ch     chan *streamItem
 	gone   chan struct{} // closed when cut off or ended
 	once   sync.Once
+	cut    atomic.Bool // cut off for falling behind
 }
 
 func (s *subscriber) wants(ev *Event, p float64) bool {
@@ -65,6 +67,7 @@ func (s *subscriber) send(b *Bus, it *streamItem) {
 	select {
 	case s.ch <- it:
 	default:
+		s.cut.Store(true)
 		b.streamDropped.Add(1)
 		b.log.Warn("event stream subscriber cut off: it fell behind", "buffer", cap(s.ch))
 		b.unsubscribe(s)
@@ -77,7 +80,7 @@ func (s *subscriber) end() { s.once.Do(func() { close(s.gone) }) }
 func (b *Bus) subscribe(s *subscriber) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.closed || b.noStreams {
 		return fmt.Errorf("usher is stopping")
 	}
 	if len(b.subs) >= MaxSubscribers {
@@ -155,6 +158,11 @@ func (b *Bus) StreamHandler(known func(room string) bool, fail func(w http.Respo
 			case <-r.Context().Done():
 				return
 			case <-sub.gone:
+				// Cut off for falling behind: say so, if the client still
+				// reads at all.
+				if sub.cut.Load() {
+					write("event: dropped\ndata: {\"reason\":\"the client fell behind\"}\n\n")
+				}
 				return
 			case <-b.ctx.Done():
 				return

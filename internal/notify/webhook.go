@@ -29,6 +29,7 @@ type webhook struct {
 	quit  chan struct{}
 	once  sync.Once
 
+	pending                                      atomic.Int64 // queued or being delivered
 	delivered, failed, refused, retries, dropped atomic.Int64
 	lastDropLog                                  atomic.Int64 // unix second of the last drop logged
 }
@@ -54,9 +55,11 @@ func (h *webhook) enqueue(it item) {
 		return
 	default:
 	}
+	h.pending.Add(1)
 	select {
 	case h.queue <- it:
 	default:
+		h.pending.Add(-1)
 		h.drop(it, "queue full")
 	}
 }
@@ -78,6 +81,7 @@ func (h *webhook) run() {
 			select {
 			case it := <-h.queue:
 				h.drop(it, "the webhook stopped")
+				h.pending.Add(-1)
 			default:
 				return
 			}
@@ -91,6 +95,7 @@ func (h *webhook) run() {
 			return
 		case it := <-h.queue:
 			h.deliver(it)
+			h.pending.Add(-1)
 		}
 	}
 }

@@ -295,7 +295,10 @@
       box.appendChild(el("label", { "for": iid }, f[1]));
       var row = el("div");
       var input = el("input", { id: iid, type: "number", min: "1", step: "1", inputmode: "numeric", "data-limit": f[0] });
-      var b = el("button", { type: "button", "class": "secondary", "data-apply": f[0] }, "Apply…");
+      var b = el("button", {
+        type: "button", "class": "secondary", "data-apply": f[0],
+        "aria-label": "Apply… " + f[0] + " of " + (r.name || r.id)
+      }, "Apply…");
       b.addEventListener("click", function () { setLimit(st, f[0], input, b); });
       input.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); setLimit(st, f[0], input, b); } });
       row.appendChild(input);
