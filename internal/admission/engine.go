@@ -36,6 +36,9 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// Limiter, when not nil, supplies the effective limits of rooms whose
+	// autopilot is on in the settings in force (internal/autopilot).
+	Limiter Limiter
 	// OnBreaker, when set, is called when the store's circuit breaker
 	// opens (open true, with the last store error: decisions apply the
 	// fail mode) and when it closes again. It must not block.
@@ -43,6 +46,25 @@ type Options struct {
 	// Observer, when not nil, is told of arrivals, admissions and ended
 	// sessions (see Observation); never of an admitted visitor's request.
 	Observer Observer
+}
+
+// Limiter supplies a room's effective limits.
+type Limiter interface {
+	// Limit sets s's NewUsersPerMinute and TotalActiveUsers to the
+	// effective figures of room, within the bounds s's Autopilot gives;
+	// it leaves s as it is when nothing governs the room. It is called on
+	// every decision of a governed room and must be cheap (atomic loads).
+	Limit(room string, s *usher.Settings)
+}
+
+// schedule returns the room's schedule at now, with the effective limits
+// when its autopilot is on.
+func (e *Engine) schedule(room *usher.Room, now time.Time) usher.Schedule {
+	sched := room.At(now)
+	if e.opts.Limiter != nil && sched.Autopilot.Enabled {
+		e.opts.Limiter.Limit(room.ID, &sched.Settings)
+	}
+	return sched
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -149,7 +171,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// store failure. The store bounds every call with its own timeout.
 	ctx = context.WithoutCancel(ctx)
 	now := v.Now
-	sched := room.At(now)
+	sched := e.schedule(room, now)
 	s := &sched.Settings
 	base := usher.Decision{Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event, QueueAll: s.QueueAll}
 	if s.Suspended {
@@ -163,8 +185,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				return d, nil
 			}
-		} else if !ses.Valid && e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
-			e.observe(room.ID, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
+		} else if !ses.Valid && e.opts.Observer != nil {
+			e.observeEnded(room.ID, t, now)
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -207,7 +229,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
 	admittedTk.Joining = false
-	admittedTk.Announced = time.Time{}
+	admittedTk.Announced = 0
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -291,7 +313,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d.TicketChanged = true
 	if fresh {
-		e.observe(room.ID, Observation{What: Arrived, At: now})
+		e.observeArrived(room.ID, now)
 	}
 	if res.Admitted {
 		e.flow.admitted(room.ID, now, admittedTk.Cell)
@@ -336,12 +358,15 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 // estimates are not worth measuring against).
 const maxAnnounced = 30 * 24 * time.Hour
 
-// announce records in a waiting ticket the admission time its first
-// waiting page with a known estimate announces, so that the error of the
-// estimate can be measured at admission.
+// announce records in a waiting ticket the wait (from its arrival) its
+// first waiting page with a known estimate announces, so that the error
+// of the estimate can be measured at admission.
 func announce(d *usher.Decision, now time.Time) {
-	if d.WaitKnown && d.Ticket.Announced.IsZero() && d.EstimatedWait >= 0 && d.EstimatedWait <= maxAnnounced {
-		d.Ticket.Announced = now.Add(d.EstimatedWait).Truncate(time.Millisecond)
+	if !d.WaitKnown || d.Ticket.Announced != 0 || d.EstimatedWait < 0 {
+		return
+	}
+	if w := now.Add(d.EstimatedWait).Sub(d.Ticket.ArrivedAt).Truncate(time.Millisecond); w <= maxAnnounced {
+		d.Ticket.Announced = max(w, time.Millisecond)
 	}
 }
 
@@ -531,7 +556,7 @@ func (e *Engine) Status(ctx context.Context, room *usher.Room, now time.Time) (u
 	if err != nil {
 		return usher.RoomStats{}, err
 	}
-	s := room.At(now).Settings
+	s := e.schedule(room, now).Settings
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
 	return st, nil
 }

@@ -25,6 +25,8 @@ type Timeline struct {
 	Horizon bool `json:"horizon,omitempty"`
 	// Visitors are in order of scheduled arrival.
 	Visitors []Visitor `json:"visitors"`
+	// Origin is the simulated origin's figures (nil: not simulated).
+	Origin *OriginStats `json:"origin,omitempty"`
 }
 
 // Visitor is one virtual visitor's history.
