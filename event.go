@@ -45,6 +45,7 @@ type Overrides struct {
 	RefreshInterval         *time.Duration
 	ClientLimit             *ClientLimit
 	ProofOfWork             *ProofOfWork
+	Autopilot               *Autopilot
 }
 
 // Apply returns s with the overrides set.
@@ -62,6 +63,7 @@ func (o *Overrides) Apply(s Settings) Settings {
 	set(&s.RefreshInterval, o.RefreshInterval)
 	set(&s.ClientLimit, o.ClientLimit)
 	set(&s.ProofOfWork, o.ProofOfWork)
+	set(&s.Autopilot, o.Autopilot)
 	return s
 }
 

@@ -85,6 +85,9 @@ type Settings struct {
 	// ProofOfWork makes a new visitor solve a challenge before it gets a
 	// ticket (zero: off).
 	ProofOfWork ProofOfWork
+	// Autopilot governs the effective limits by the origin's health (zero:
+	// off).
+	Autopilot Autopilot
 }
 
 // ClientLimit caps how many new tickets (new places in line) one client,

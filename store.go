@@ -47,6 +47,13 @@ type Store interface {
 	Peek(ctx context.Context, room string, now time.Time, bucket int64) (ahead int64, st RoomStats, err error)
 	// Stats reads a room's counters at now without changing them.
 	Stats(ctx context.Context, room string, now time.Time) (RoomStats, error)
+	// Lapsed returns the number of waiters of room whose waiting count
+	// expired by now (they stopped checking in: abandoned) since the store
+	// began counting the room; 0 for a room it never saw. It only grows,
+	// except that it starts again from zero when the store loses or
+	// forgets the room's counters (and, embedded, at a restart). It is
+	// not in RoomStats, which every decision copies.
+	Lapsed(ctx context.Context, room string, now time.Time) (int64, error)
 	// Spend marks id (a proof-of-work challenge) of room used until the
 	// time until, and reports whether it was fresh: never used, or used
 	// with an until that has passed. An error means the store could not
@@ -80,6 +87,21 @@ type Store interface {
 	// versions below before (0: from the newest); none when the log is
 	// empty. The log keeps the last AuditKeep records.
 	ReadAudit(ctx context.Context, before int64, limit int) ([]AuditRecord, error)
+	// AddHealth adds one node's counts of a room's origin responses in
+	// second sec (unix seconds) to the room's. The store keeps a second's
+	// counts about a minute (HealthKeep).
+	AddHealth(ctx context.Context, room string, sec int64, h Health) error
+	// Health returns the sum of every node's counts of second sec; zero
+	// counts (nil Buckets) when none were added or they have expired.
+	Health(ctx context.Context, room string, sec int64) (Health, error)
+	// Governor returns the room's autopilot figure, shared by every node
+	// (Version 0: none was ever set).
+	Governor(ctx context.Context, room string) (GovernorFigure, error)
+	// SwapGovernor sets the room's autopilot figure to next, as version
+	// from+1, when its version is still from (0: none yet), in one atomic
+	// step; either way it returns the figure in force after it (another
+	// node's when the version had moved on: the first writer wins).
+	SwapGovernor(ctx context.Context, room string, from int64, next GovernorFigure) (GovernorFigure, error)
 	// AddAnalytics merges deltas into room's analytics: into the point of
 	// each delta's minute and of the hour that holds it, adding Add fields
 	// and keeping the largest of Max fields, in one atomic step per call.
@@ -96,6 +118,13 @@ type Store interface {
 	// Close flushes what is pending and releases the store.
 	Close() error
 }
+
+// HealthKeep is how long a store keeps a second's health counts.
+const HealthKeep = time.Minute
+
+// HealthBuckets is the most latency buckets a Health carries (those of
+// internal/autopilot); a store ignores any beyond.
+const HealthBuckets = 216
 
 // Cell is where a ticket says its visitor was counted: the cell's expiry
 // second, and when the visitor was put there (the ticket's CountedAt,
@@ -256,12 +285,6 @@ type RoomStats struct {
 	// Slots is min(total active - active, per minute - admitted last
 	// minute), never below zero.
 	Slots int64
-	// Lapsed is the number of waiters whose waiting count expired (they
-	// stopped checking in: abandoned) since the store began counting the
-	// room; it only grows, except that it starts again from zero when the
-	// store loses or forgets the room's counters. Stats reports it; other
-	// calls may leave it zero.
-	Lapsed int64
 }
 
 // Key is one key of the ticket key ring.

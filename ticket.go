@@ -35,6 +35,14 @@ type Ticket struct {
 	VisitorID [8]byte
 	// State is Waiting or Admitted.
 	State TicketState
+	// Back marks a visitor sent to the back of the line by a per-client
+	// limit: in a random room it only goes in when there is room for every
+	// live waiter.
+	Back bool
+	// Joining marks a newcomer to a random room that has not checked in
+	// yet: it is counted in its joining bucket (JoinBucket), outside the
+	// pool a draw's chance is shared in, until its first check-in.
+	Joining bool
 	// ArrivedAt is when the visitor first reached the room; its second is the
 	// arrival bucket and never changes while the visitor waits.
 	ArrivedAt time.Time
@@ -68,22 +76,16 @@ type Ticket struct {
 	// DrewAt is when the visitor last took part in a random draw (random
 	// queueing: one draw per refresh window).
 	DrewAt time.Time
-	// Back marks a visitor sent to the back of the line by a per-client
-	// limit: in a random room it only goes in when there is room for every
-	// live waiter.
-	Back bool
-	// Joining marks a newcomer to a random room that has not checked in
-	// yet: it is counted in its joining bucket (JoinBucket), outside the
-	// pool a draw's chance is shared in, until its first check-in.
-	Joining bool
 	// Position is the place in line the visitor was last told while it
 	// waited (kept once it is admitted: the admission token says it); 0
 	// when it never waited.
 	Position int64
-	// Announced, when not zero, is the admission time the visitor's first
-	// waiting page with a known estimate announced (kept while it waits,
-	// cleared at admission), so that the estimate's error is measured.
-	Announced time.Time
+	// Announced, when not zero, is the wait (from ArrivedAt) that the
+	// visitor's first waiting page with a known estimate announced: kept
+	// while it waits, cleared at admission, so that the estimate's error
+	// is measured. (A duration, not a time: the ticket is copied on every
+	// admitted request, and this keeps it the size it was.)
+	Announced time.Duration
 	// Binding, when not zero, ties the ticket to the client that got it (a
 	// hash of its address prefix and user agent, as the room's
 	// ticket_binding says): on another client it opens as a new visitor.

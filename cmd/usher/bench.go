@@ -50,6 +50,8 @@ type benchFlags struct {
 	// compareEmbedded also measures a usher on the embedded store, with
 	// redis.
 	compareEmbedded bool
+	// nodes is how many usher nodes share the Redis store (flash-crowd).
+	nodes int
 	// targets, when not empty, are the only targets loaded (names as in
 	// throughputTargets), for profiling one path.
 	targets []string
@@ -99,7 +101,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // --scenario, --self and --json; setting another is a mistake.
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
-		"total", "per-minute", "session", "refresh"},
+		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps"},
 }
@@ -136,8 +138,9 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.IntVar(&f.rounds, "rounds", 3, "throughput: rounds (each measures every target once, interleaved)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "throughput: how long each target is loaded per round")
 	fs.IntVar(&f.workers, "workers", 32, "throughput: requests in flight")
-	fs.StringVar(&f.redis, "redis", "", "throughput: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
-	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput: --redis is a Redis Cluster")
+	fs.StringVar(&f.redis, "redis", "", "throughput, flash-crowd: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput, flash-crowd: --redis is a Redis Cluster")
+	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
@@ -206,9 +209,25 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 				problem("plot", "cannot write %s: no folder %s", f.plot, filepath.Dir(f.plot))
 			}
 		}
+		switch {
+		case f.nodes < 1 || f.nodes > 16:
+			problem("nodes", "%d: from 1 to 16", f.nodes)
+		case f.nodes > 1 && f.redis == "":
+			problem("nodes", "several nodes share a store: give --redis ADDR")
+		case f.redis != "" && !f.self:
+			problem("redis", "needs --self (usher runs in this process)")
+		}
 	}
 	if f.scenario != "throughput" && (f.refresh < minRefresh || f.refresh > maxRefresh) {
 		problem("refresh", "%v: a room's refresh_interval is from %v to %v", f.refresh, minRefresh, maxRefresh)
+	}
+	if f.scenario == "throughput" || f.scenario == "flash-crowd" {
+		switch {
+		case f.redis == "" && (f.redisCluster || f.compareEmbedded):
+			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
+		case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
+			problem("redis", "several addresses need --redis-cluster")
+		}
 	}
 	if f.scenario == "throughput" {
 		if f.rounds < 1 {
@@ -227,12 +246,6 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 				}
 				f.targets = append(f.targets, t)
 			}
-		}
-		switch {
-		case f.redis == "" && (f.redisCluster || f.compareEmbedded):
-			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
-		case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
-			problem("redis", "several addresses need --redis-cluster")
 		}
 	}
 	if f.scenario == "standing-room" {

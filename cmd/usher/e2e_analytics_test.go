@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/internal/analytics"
+	"github.com/usherhq/usher/internal/store/redis/redistest"
 )
 
 const analyticsServeConfig = `listen: 127.0.0.1:0
@@ -152,5 +153,87 @@ func TestE2EAdmissionsCountOncePerVisitor(t *testing.T) {
 	}
 	if code, _, errOut := cli(t, adm, "read-secret", "analytics", "nope"); code != 1 || !strings.Contains(errOut, "no room") {
 		t.Errorf("usher analytics nope: exit %d (%s), want 1 naming the room", code, errOut)
+	}
+}
+
+const analyticsRedisConfig = `listen: 127.0.0.1:0
+admin:
+  listen: 127.0.0.1:0
+  token: write-secret
+store:
+  redis:
+    addrs: [%s]
+    key_prefix: %s
+rooms:
+  - id: sale
+    name: Big Sale
+    origin: %s
+    total_active_users: 20
+    new_users_per_minute: 100
+    json_response_enabled: true
+`
+
+// TestE2EAnalyticsMergeAcrossRedisNodes: two nodes on one redis-server
+// admit 6 and 5 visitors (each making 5 requests); each node's metrics
+// count its own, and the analytics either node serves are the merged 11.
+func TestE2EAnalyticsMergeAcrossRedisNodes(t *testing.T) {
+	rd := redistest.StartServer(t)
+	origin := httpServer(t)
+	var pubs, adms []string
+	for range 2 {
+		path := writeConfig(t, fmt.Sprintf(analyticsRedisConfig, rd.Addr(), "merge", origin))
+		pub, adm, stop := startMain(t, "serve", "--config", path)
+		defer stop()
+		pubs, adms = append(pubs, pub), append(adms, adm)
+	}
+	start := time.Now().UTC()
+	for i, n := range []int{6, 5} {
+		for v := range n {
+			jar, _ := cookiejar.New(nil)
+			c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+			for r := range 5 {
+				resp, err := c.Get("http://" + pubs[i] + "/")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "ok" {
+					t.Fatalf("node %d visitor %d request %d: %.200s, want the origin", i, v, r, b)
+				}
+			}
+		}
+	}
+	for i, want := range []string{`usher_admissions_total{room="sale"} 6`, `usher_admissions_total{room="sale"} 5`} {
+		if _, m := adminGet(t, adms[i], "write-secret", "/metrics"); !strings.Contains(m, want+"\n") {
+			t.Errorf("node %d's /metrics lacks %q", i, want)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; {
+		code, body := adminGet(t, adms[i%2], "write-secret", "/api/v1/rooms/sale/analytics?from="+start.Add(-time.Minute).Format(time.RFC3339))
+		if code != http.StatusOK {
+			t.Fatalf("analytics: %d %s", code, body)
+		}
+		var rep analytics.Report
+		if err := json.Unmarshal([]byte(body), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var adm, arr int64
+		for _, p := range rep.Points {
+			adm += p.Admissions
+			arr += p.Arrivals
+		}
+		if adm == 11 && arr == 11 {
+			i++
+			if i == 2 {
+				return // both nodes serve the merged figures
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d's analytics: %d admissions, %d arrivals after 30 s; want 11 and 11", i%2, adm, arr)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/analytics"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/guard"
+	"github.com/usherhq/usher/internal/notify"
 	"github.com/usherhq/usher/internal/server"
 	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/store/redis"
@@ -158,6 +160,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 			Logger:    log,
 			Version:   buildVersion().Version,
 			Invite:    n.invite,
+			Autopilot: n.pilot.State,
 			Changed:   n.events.changed,
 			Events:    n.events.bus,
 			Analytics: store,
@@ -197,6 +200,7 @@ type node struct {
 	ring      *keyRing
 	fromStore bool // the key ring is kept in the store, not the config
 	metrics   *admin.Metrics
+	pilot     *autopilot.Pilot
 	events    *events
 	decider   *decider
 	recorder  *analytics.Recorder
@@ -219,16 +223,30 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	})
 	// The engine's observations make the metrics' per-visitor counters and
 	// the analytics the node flushes to the store.
-	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
+	n.metrics.SetLapsed(store.Lapsed)
+	n.recorder = analytics.NewRecorder(analytics.Options{Sink: store, Stats: store.Stats, Lapsed: store.Lapsed, Rooms: n.st.roomIDs, Logger: log, Metrics: n.metrics})
 	if opts.Observer != nil {
 		opts.Observer = admission.Observers{opts.Observer, n.recorder}
 	} else {
 		opts.Observer = n.recorder
 	}
+	pilot := &autopilot.Pilot{Logger: log}
+	if sh, ok := store.(autopilot.Shared); ok {
+		// The nodes on one store pool their samples and share one figure.
+		pilot.Shared = sh
+	}
+	opts.Limiter = pilot
+	n.pilot = pilot
 	n.engine = admission.New(store, opts)
+	pilot.Status = n.engine.Status
 	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
 	ev.bus.Register(n.metrics.Registry())
+	count := registerAutopilotMetrics(n.metrics, pilot)
+	pilot.OnChange = func(room string, c autopilot.Change) {
+		count(room, c)
+		ev.bus.Publish(notify.Event{Type: notify.AutopilotChanged, Room: room, Time: c.At, Data: autopilotEvent(c)})
+	}
 	if err := n.apply(cfg); err != nil {
 		return nil, err
 	}
@@ -281,7 +299,9 @@ func (n *node) apply(cfg *config.Config) error {
 		}
 		tokens = &gate.Tokens{Signer: signer, Header: at.Header}
 	}
+	n.pilot.SetRooms(rooms, nowFunc())
 	g, err := gate.New(gate.Options{
+		Health:        n.pilot.Recorder,
 		PoW:           pow,
 		Spent:         n.store,
 		Invites:       invites,
@@ -329,6 +349,7 @@ func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.C
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
+	wg.Go(func() { n.pilot.Run(ctx) })
 }
 
 func collect(errs <-chan error) []error {

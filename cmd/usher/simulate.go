@@ -28,6 +28,8 @@ type SimulateResult struct {
 	DrainedS float64 `json:"drained_s"`
 	bench.Result
 	Waits []bench.MinuteWaits `json:"waits_by_arrival_minute"`
+	// Origin is the simulated origin's figures (with --origin).
+	Origin *bench.OriginStats `json:"origin,omitempty"`
 }
 
 func (m *Main) simulate(ctx context.Context, args []string) error {
@@ -42,6 +44,8 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	horizon := fs.Duration("horizon", 24*time.Hour, "stop the simulated clock at this time")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	plot := fs.String("plot", "", "write an SVG plot to this file")
+	originSpec := fs.String("origin", "", "simulate the origin: WORKERS,SERVICE,TIMEOUT such as 20,80ms-120ms,5s (latency and errors grow with its load)")
+	compare := fs.Bool("compare", false, "run twice, with fixed limits and with the room's autopilot, and compare the origin's health (needs --origin)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +69,15 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	if *horizon <= 0 {
 		problem("horizon", fmt.Errorf("%v: must be above zero", *horizon))
 	}
+	var origin bench.OriginModel
+	if *originSpec != "" {
+		if origin, err = parseOrigin(*originSpec); err != nil {
+			problem("origin", err)
+		}
+	}
+	if *compare && *originSpec == "" {
+		problem("compare", fmt.Errorf("needs --origin: the comparison is of the origin's health"))
+	}
 	if *plot != "" {
 		if st, err := os.Stat(filepath.Dir(*plot)); err != nil || !st.IsDir() {
 			problem("plot", fmt.Errorf("cannot write %s: no folder %s", *plot, filepath.Dir(*plot)))
@@ -83,11 +96,18 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 			bad = append(bad, err.Error())
 		}
 	}
+	if len(bad) == 0 && *compare && !autopilotOf(room) {
+		bad = append(bad, fmt.Sprintf("--compare: room %q has no autopilot block to compare with fixed limits", room.ID))
+	}
 	if len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(m.Stderr, "usher simulate: %s\n", b)
 		}
 		return errUsage
+	}
+	if *compare {
+		return m.simulateCompare(ctx, compareRun{room: room, arrivals: *arrivals, arr: arr, model: model, seed: *seed,
+			horizon: *horizon, origin: origin, plot: *plot, json: *jsonOut})
 	}
 	store, err := local.Open(local.Options{})
 	if err != nil {
@@ -96,7 +116,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	defer store.Close()
 	start := time.Now()
 	line := m.progress("usher simulate: ")
-	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true,
+	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin,
 		Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
 	line.Done()
 	if err != nil {
@@ -108,7 +128,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		Scenario: "simulate", Room: room.ID, Arrivals: *arrivals, Seed: *seed,
 		ElapsedS: time.Since(start).Seconds(),
 		MaxQueue: sum.MaxWaiting, Drained: sum.Drained, DrainedS: sum.DrainedS,
-		Result: bench.Report(tl, lim), Waits: sum.Waits,
+		Result: bench.Report(tl, lim), Waits: sum.Waits, Origin: tl.Origin,
 	}
 	if tl.Horizon {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the simulated clock reached --horizon %v with visitors still there; raise it to see the end", *horizon))

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,8 @@ type statusCollector struct {
 	limitNUPM *prometheus.Desc
 	abandoned *prometheus.Desc
 	errors    *prometheus.CounterVec
+	// lapsed, when set, reads a room's lapsed waiters for abandoned.
+	lapsed atomic.Pointer[LapsedFunc]
 }
 
 var _ prometheus.Collector = (*statusCollector)(nil)
@@ -105,7 +108,13 @@ func (c *statusCollector) collectRoom(ch chan<- prometheus.Metric, room *usher.R
 	gauge(c.waiting, float64(stats.Waiting))
 	gauge(c.admitted, float64(stats.AdmittedLastMinute))
 	gauge(c.slots, float64(stats.Slots))
-	ch <- prometheus.MustNewConstMetric(c.abandoned, prometheus.CounterValue, float64(stats.Lapsed), room.ID)
+	if fn := c.lapsed.Load(); fn != nil {
+		if n, err := (*fn)(ctx, room.ID, now); err == nil {
+			ch <- prometheus.MustNewConstMetric(c.abandoned, prometheus.CounterValue, float64(n), room.ID)
+		} else {
+			c.errors.WithLabelValues(room.ID).Inc()
+		}
+	}
 	set := room.At(now).Settings // a running event's limits over the room's
 	gauge(c.limitTAU, float64(set.TotalActiveUsers))
 	gauge(c.limitNUPM, float64(set.NewUsersPerMinute))

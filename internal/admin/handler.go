@@ -12,6 +12,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/analytics"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/notify"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	// Invite makes invite links (nil: POST /v1/rooms/{id}/invites answers
 	// 503).
 	Invite InviteFunc
+	// Autopilot returns the state of a room's autopilot, if it governs the
+	// room (nil: none does).
+	Autopilot func(room string) (autopilot.State, bool)
 	// Changed, when set, is called with the audit entry of every change
 	// made through the API, once it is stored and in force on this node
 	// (the events' room.settings_changed). It must not block.
@@ -76,6 +80,7 @@ const healthzPattern = "GET /healthz"
 
 // Handler is the admin API's http.Handler. Build it with New.
 type Handler struct {
+	pilot     func(room string) (autopilot.State, bool)
 	mux       *http.ServeMux
 	tokens    []tokenHash
 	layers    *Layers
@@ -96,6 +101,7 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
+		pilot:     opts.Autopilot,
 		tokens:    hashTokens(opts.Token, opts.Tokens),
 		layers:    opts.Layers,
 		rooms:     opts.Rooms,

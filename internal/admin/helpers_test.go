@@ -47,7 +47,7 @@ var errStoreDown = errors.New("dial tcp 10.0.0.1:6379: connection refused")
 func testStatus(_ context.Context, room *usher.Room, _ time.Time) (usher.RoomStats, error) {
 	switch room.ID {
 	case "sale":
-		return usher.RoomStats{Active: 150, Waiting: 1234, AdmittedLastMinute: 42, Slots: 8, Lapsed: 17}, nil
+		return usher.RoomStats{Active: 150, Waiting: 1234, AdmittedLastMinute: 42, Slots: 8}, nil
 	case "gone":
 		return usher.RoomStats{}, usher.Errorf(usher.EUnavailable, "store unreachable")
 	}

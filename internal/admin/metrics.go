@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -47,6 +48,7 @@ type Metrics struct {
 	queueWait  *prometheus.HistogramVec
 	originTime *prometheus.HistogramVec
 	etaError   *prometheus.HistogramVec
+	status     *statusCollector // nil without rooms and status
 }
 
 var _ admission.Observer = (*Metrics)(nil)
@@ -94,7 +96,8 @@ func NewMetrics(rooms func() []*usher.Room, status StatusFunc) *Metrics {
 		m.etaError,
 	)
 	if rooms != nil && status != nil {
-		m.registry.MustRegister(newStatusCollector(rooms, status, time.Now))
+		m.status = newStatusCollector(rooms, status, time.Now)
+		m.registry.MustRegister(m.status)
 	}
 	return m
 }
@@ -132,6 +135,19 @@ func (m *Metrics) Observe(room string, o admission.Observation) {
 	case admission.Revoked:
 		m.revoked.WithLabelValues(room).Inc()
 	}
+}
+
+// LapsedFunc reads a room's count of lapsed (abandoned) waiters
+// (usher.Store.Lapsed).
+type LapsedFunc func(ctx context.Context, room string, now time.Time) (int64, error)
+
+// SetLapsed makes scrapes report usher_abandoned_waiters_total from fn
+// (the store's count; without it the metric is not reported).
+func (m *Metrics) SetLapsed(fn LapsedFunc) {
+	if m == nil || m.status == nil {
+		return
+	}
+	m.status.lapsed.Store(&fn)
 }
 
 // Registry returns the registry that holds the metrics, so that other

@@ -24,6 +24,7 @@ func scrape(t *testing.T, m *Metrics) string {
 
 func TestMetricsExposition(t *testing.T) {
 	m := NewMetrics(testRooms, testStatus)
+	m.SetLapsed(func(_ context.Context, room string, _ time.Time) (int64, error) { return int64(len(room)) + 13, nil })
 	m.ObserveDecision("sale", usher.Admit, 120*time.Microsecond)
 	m.ObserveDecision("sale", usher.Wait, 3*time.Millisecond)
 	m.ObserveDecision("sale", usher.Wait, 4*time.Millisecond)

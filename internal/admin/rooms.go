@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/autopilot"
 )
 
 // statusTimeout bounds one room status call made for an API request.
@@ -68,6 +69,85 @@ type statusJSON struct {
 	QueueAll               bool      `json:"queue_all"`
 	Suspended              bool      `json:"suspended"`
 	Time                   time.Time `json:"time"`
+	// Autopilot is the room's governor, when it has one; the limits
+	// above are then the effective ones.
+	Autopilot *autopilotJSON `json:"autopilot,omitempty"`
+}
+
+// autopilotJSON is a governed room's autopilot in the status.
+type autopilotJSON struct {
+	// Enabled is false while the settings in force (an event's) turn it
+	// off: the configured limits then apply.
+	Enabled bool `json:"enabled"`
+	// ConfiguredTotalActiveUsers and ConfiguredNewUsersPerMinute are the
+	// limits of the settings in force, before the governor.
+	ConfiguredTotalActiveUsers  int     `json:"configured_total_active_users"`
+	ConfiguredNewUsersPerMinute int     `json:"configured_new_users_per_minute"`
+	MinNewUsersPerMinute        int     `json:"min_new_users_per_minute"`
+	MaxNewUsersPerMinute        int     `json:"max_new_users_per_minute"`
+	MinTotalActiveUsers         int     `json:"min_total_active_users,omitempty"`
+	MaxTotalActiveUsers         int     `json:"max_total_active_users,omitempty"`
+	Learning                    bool    `json:"learning"`
+	BaselineSeconds             float64 `json:"baseline_seconds"`
+	ThresholdSeconds            float64 `json:"threshold_seconds"`
+	Degraded                    bool    `json:"degraded"`
+	LatencySeconds              float64 `json:"latency_seconds"`
+	ErrorRate                   float64 `json:"error_rate"`
+	Changes                     int64   `json:"changes"`
+	// Last is the latest change, with its reason.
+	Last *autopilotChangeJSON `json:"last_change,omitempty"`
+}
+
+type autopilotChangeJSON struct {
+	At               time.Time `json:"at"`
+	Direction        string    `json:"direction"`
+	Reason           string    `json:"reason"`
+	FromRate         int       `json:"from_new_users_per_minute"`
+	ToRate           int       `json:"to_new_users_per_minute"`
+	FromConcurrency  int       `json:"from_total_active_users,omitempty"`
+	ToConcurrency    int       `json:"to_total_active_users,omitempty"`
+	LatencySeconds   float64   `json:"latency_seconds"`
+	ThresholdSeconds float64   `json:"threshold_seconds,omitempty"`
+	ErrorRate        float64   `json:"error_rate"`
+}
+
+// autopilotOf returns room's autopilot status under the settings in force
+// (nil: not governed).
+func (h *Handler) autopilotOf(room string, configured *usher.Settings) *autopilotJSON {
+	if h.pilot == nil {
+		return nil
+	}
+	st, ok := h.pilot(room)
+	if !ok {
+		return nil
+	}
+	rr, cr := autopilot.Bounds(configured)
+	out := &autopilotJSON{
+		Enabled:                     configured.Autopilot.Enabled,
+		ConfiguredTotalActiveUsers:  configured.TotalActiveUsers,
+		ConfiguredNewUsersPerMinute: configured.NewUsersPerMinute,
+		MinNewUsersPerMinute:        rr.Min,
+		MaxNewUsersPerMinute:        rr.Max,
+		Learning:                    st.Learning,
+		BaselineSeconds:             st.Baseline.Seconds(),
+		ThresholdSeconds:            st.Threshold.Seconds(),
+		Degraded:                    st.Degraded,
+		LatencySeconds:              st.Latency.Seconds(),
+		ErrorRate:                   st.ErrorRate,
+		Changes:                     st.Changes,
+	}
+	if configured.Autopilot.Concurrency {
+		out.MinTotalActiveUsers, out.MaxTotalActiveUsers = cr.Min, cr.Max
+	}
+	if c := st.Last; st.Changes > 0 {
+		out.Last = &autopilotChangeJSON{At: c.At.UTC(), Direction: c.Direction, Reason: c.Reason,
+			FromRate: c.FromRate, ToRate: c.ToRate, LatencySeconds: c.Latency.Seconds(),
+			ThresholdSeconds: c.Threshold.Seconds(), ErrorRate: c.ErrorRate}
+		if configured.Autopilot.Concurrency {
+			out.Last.FromConcurrency, out.Last.ToConcurrency = c.FromConc, c.ToConc
+		}
+	}
+	return out
 }
 
 func (h *Handler) serveRooms(w http.ResponseWriter, r *http.Request) {
@@ -116,9 +196,21 @@ func (h *Handler) statusOf(ctx context.Context, room *usher.Room, now time.Time)
 		}
 		return statusJSON{}, errors.New(msg)
 	}
-	// The settings in force now: a running event's over the room's.
+	// The settings in force now: a running event's over the room's, with
+	// the autopilot's effective limits.
 	set := room.At(now).Settings
+	configured := set
+	ap := h.autopilotOf(room.ID, &configured)
+	if ap != nil && ap.Enabled {
+		st, _ := h.pilot(room.ID)
+		rr, cr := autopilot.Bounds(&configured)
+		set.NewUsersPerMinute = rr.Clamp(st.Rate)
+		if st.Concurrency > 0 && configured.Autopilot.Concurrency {
+			set.TotalActiveUsers = cr.Clamp(st.Concurrency)
+		}
+	}
 	return statusJSON{
+		Autopilot:              ap,
 		ID:                     room.ID,
 		Name:                   room.Name,
 		Active:                 stats.Active,

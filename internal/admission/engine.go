@@ -36,6 +36,9 @@ type Options struct {
 	// FailOpen admits new visitors, uncounted, while the store cannot be
 	// reached; otherwise (fail closed) they wait. See failDecision.
 	FailOpen bool
+	// Limiter, when not nil, supplies the effective limits of rooms whose
+	// autopilot is on in the settings in force (internal/autopilot).
+	Limiter Limiter
 	// OnBreaker, when set, is called when the store's circuit breaker
 	// opens (open true, with the last store error: decisions apply the
 	// fail mode) and when it closes again. It must not block.
@@ -43,6 +46,25 @@ type Options struct {
 	// Observer, when not nil, is told of arrivals, admissions and ended
 	// sessions (see Observation); never of an admitted visitor's request.
 	Observer Observer
+}
+
+// Limiter supplies a room's effective limits.
+type Limiter interface {
+	// Limit sets s's NewUsersPerMinute and TotalActiveUsers to the
+	// effective figures of room, within the bounds s's Autopilot gives;
+	// it leaves s as it is when nothing governs the room. It is called on
+	// every decision of a governed room and must be cheap (atomic loads).
+	Limit(room string, s *usher.Settings)
+}
+
+// schedule returns the room's schedule at now, with the effective limits
+// when its autopilot is on.
+func (e *Engine) schedule(room *usher.Room, now time.Time) usher.Schedule {
+	sched := room.At(now)
+	if e.opts.Limiter != nil && sched.Autopilot.Enabled {
+		e.opts.Limiter.Limit(room.ID, &sched.Settings)
+	}
+	return sched
 }
 
 // Engine decides admissions. It is safe for concurrent use.
@@ -53,6 +75,9 @@ type Engine struct {
 
 	brk     breaker
 	revoked revoked
+	flow    flows // what this engine saw of each line, for estimates
+	// noServing leaves the serving counter out of estimates (tests).
+	noServing bool
 
 	mu  sync.Mutex
 	rng func() uint64
@@ -146,7 +171,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// store failure. The store bounds every call with its own timeout.
 	ctx = context.WithoutCancel(ctx)
 	now := v.Now
-	sched := room.At(now)
+	sched := e.schedule(room, now)
 	s := &sched.Settings
 	base := usher.Decision{Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event, QueueAll: s.QueueAll}
 	if s.Suspended {
@@ -160,8 +185,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				return d, nil
 			}
-		} else if !ses.Valid && e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
-			e.observe(room.ID, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
+		} else if !ses.Valid && e.opts.Observer != nil {
+			e.observeEnded(room.ID, t, now)
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -190,7 +215,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// refresh_interval.
 	iv := s.RefreshInterval
 	if !fresh && adaptive(s) {
-		iv = interval(aheadAtLeast(&tk, s, now), s, &sched, now)
+		iv = grown(interval(aheadAtLeast(&tk, s, now), s, &sched, now), &tk, s)
 	}
 	refresh := checkInAfter(iv, scaledJitter(tk.Jitter, iv, s.RefreshInterval))
 	next := now.Add(refresh)
@@ -204,7 +229,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
 	admittedTk.Joining = false
-	admittedTk.Announced = time.Time{}
+	admittedTk.Announced = 0
 
 	op := usher.AdmitOp{
 		Now:               now,
@@ -276,7 +301,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	if res.Replay {
-		return e.replayed(d, tk, res, &sched, now), nil
+		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
 	if res.OverClient {
 		d.OverClient = true
@@ -288,9 +313,10 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d.TicketChanged = true
 	if fresh {
-		e.observe(room.ID, Observation{What: Arrived, At: now})
+		e.observeArrived(room.ID, now)
 	}
 	if res.Admitted {
+		e.flow.admitted(room.ID, now, admittedTk.Cell)
 		e.observeAdmitted(room.ID, &tk, now)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
@@ -323,7 +349,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Ticket = tk
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
-	e.estimate(&d, res, &sched, now)
+	e.estimate(&d, room.ID, tk.Bucket(), res, &sched, now)
 	announce(&d, now)
 	return d, nil
 }
@@ -332,18 +358,25 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 // estimates are not worth measuring against).
 const maxAnnounced = 30 * 24 * time.Hour
 
-// announce records in a waiting ticket the admission time its first
-// waiting page with a known estimate announces, so that the error of the
-// estimate can be measured at admission.
+// announce records in a waiting ticket the wait (from its arrival) its
+// first waiting page with a known estimate announces, so that the error
+// of the estimate can be measured at admission.
 func announce(d *usher.Decision, now time.Time) {
-	if d.WaitKnown && d.Ticket.Announced.IsZero() && d.EstimatedWait >= 0 && d.EstimatedWait <= maxAnnounced {
-		d.Ticket.Announced = now.Add(d.EstimatedWait).Truncate(time.Millisecond)
+	if !d.WaitKnown || d.Ticket.Announced != 0 || d.EstimatedWait < 0 {
+		return
+	}
+	if w := now.Add(d.EstimatedWait).Sub(d.Ticket.ArrivedAt).Truncate(time.Millisecond); w <= maxAnnounced {
+		d.Ticket.Announced = max(w, time.Millisecond)
 	}
 }
 
-// estimate fills in the decision's estimated wait.
-func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
+// estimate fills in the decision's estimated wait for a waiter of bucket
+// in room.
+func (e *Engine) estimate(d *usher.Decision, room string, bucket int64, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
 	s := &sched.Settings
+	if sched.Phase != usher.Prequeue && s.QueueingMethod != usher.Random {
+		e.flow.waiting(room, now, bucket, res.Ahead)
+	}
 	switch {
 	case sched.Phase == usher.Prequeue:
 		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
@@ -352,7 +385,7 @@ func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher
 	case s.QueueAll:
 		// Nobody is let in until the operator lifts queue_all.
 	default:
-		d.WaitKnown, d.EstimatedWait = estimate(res, s, d.RefreshAfter)
+		d.WaitKnown, d.EstimatedWait = e.fifoWait(room, res, s, d.RefreshAfter, now)
 	}
 }
 
@@ -390,7 +423,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	d.Ticket = tk
 	d.Position = ahead + 1
 	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
-	e.estimate(&d, usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
+	e.estimate(&d, room, tk.Bucket(), usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
 	return d, nil
 }
 
@@ -399,7 +432,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 // page and its JSON at once, a proxy asking twice): within ReplayGrace it
 // gets the same admission. Otherwise nothing changes: the ticket is not
 // sent again and the waiter sees its place.
-func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
+func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
 	d.Replay = true
 	rec := res.Record
 	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
@@ -421,7 +454,7 @@ func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResu
 	if !tk.NextCheckIn.IsZero() {
 		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
 	}
-	e.estimate(&d, res, sched, now)
+	e.estimate(&d, room, tk.Bucket(), res, sched, now)
 	return d
 }
 
@@ -511,6 +544,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 			d.Ticket, d.TicketChanged = next, true
 		}
 	default:
+		e.flow.renewed(room, now, t.Cell, next.Cell)
 		d.Ticket, d.TicketChanged = next, true
 	}
 	return d, true
@@ -522,7 +556,7 @@ func (e *Engine) Status(ctx context.Context, room *usher.Room, now time.Time) (u
 	if err != nil {
 		return usher.RoomStats{}, err
 	}
-	s := room.At(now).Settings
+	s := e.schedule(room, now).Settings
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
 	return st, nil
 }

@@ -115,10 +115,10 @@ func (e *Engine) failDecision(room string, d usher.Decision, tk usher.Ticket, fr
 		tk.Back = false
 		tk.Joining = false
 		if fresh {
-			e.observe(room, Observation{What: Arrived, At: now})
+			e.observeArrived(room, now)
 		}
 		e.observeAdmitted(room, &tk, now)
-		tk.Announced = time.Time{}
+		tk.Announced = 0
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
 		d.Ticket = tk
@@ -128,7 +128,7 @@ func (e *Engine) failDecision(room string, d usher.Decision, tk usher.Ticket, fr
 	d.Outcome = usher.Wait
 	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
 	if fresh {
-		e.observe(room, Observation{What: Arrived, At: now})
+		e.observeArrived(room, now)
 		tk.CountedAt = counted
 		tk.NextCheckIn = now.Add(d.RefreshAfter)
 	}

@@ -8,7 +8,7 @@ import (
 
 // Happening is what an Observer is told of. Abandoned waiters are not
 // among them: a waiter who leaves just stops checking in, so only the
-// store sees its place lapse (usher.RoomStats.Lapsed).
+// store sees its place lapse (usher.Store.Lapsed).
 type Happening uint8
 
 // The happenings.
@@ -60,21 +60,46 @@ func (os Observers) Observe(room string, o Observation) {
 	}
 }
 
+// The observe helpers build their Observation themselves and are kept out
+// of line: built in Decide, the values would grow its frame, which every
+// admitted request pays for (see docs/benchmarks.md).
+
 // observe tells the engine's observer, if any.
+//
+//go:noinline
 func (e *Engine) observe(room string, o Observation) {
 	if e.opts.Observer != nil {
 		e.opts.Observer.Observe(room, o)
 	}
 }
 
+// observeArrived tells of a new visitor's first ticket.
+//
+//go:noinline
+func (e *Engine) observeArrived(room string, now time.Time) {
+	if e.opts.Observer != nil {
+		e.opts.Observer.Observe(room, Observation{What: Arrived, At: now})
+	}
+}
+
+// observeEnded tells of an admitted visitor back after its session ended
+// (unless this node revoked it: that was told already).
+//
+//go:noinline
+func (e *Engine) observeEnded(room string, t *usher.Ticket, now time.Time) {
+	if e.opts.Observer != nil && !e.revoked.has(t.VisitorID, now) {
+		e.opts.Observer.Observe(room, Observation{What: Ended, At: now, OnOrigin: max(0, t.CountedAt.Sub(t.AdmittedAt))})
+	}
+}
+
 // observeAdmitted tells of tk's admission at now.
+//
+//go:noinline
 func (e *Engine) observeAdmitted(room string, tk *usher.Ticket, now time.Time) {
 	if e.opts.Observer == nil {
 		return
 	}
 	o := Observation{What: Admitted, At: now, Queued: max(0, now.Sub(tk.ArrivedAt))}
-	if !tk.Announced.IsZero() {
-		o.Announced = max(0, tk.Announced.Sub(tk.ArrivedAt))
-	}
+	o.Announced = tk.Announced
 	e.opts.Observer.Observe(room, o)
 }

@@ -139,7 +139,7 @@ func (h *Hist) Quantile(q float64) float64 {
 // bucket of every histogram filled in every minute for a day; a real
 // minute fills a few dozen buckets of each.
 const (
-	PointFields   = 4 + 3 + 3*Buckets
+	PointFields   = 4 + 4 + 3*Buckets
 	MaxPointBytes = PointFields * (1 + 4 + 10)
 	RoomBytes     = (int(usher.AnalyticsMinuteKeep/time.Minute) + int(usher.AnalyticsHourKeep/time.Hour) + 4) * MaxPointBytes
 )

@@ -77,8 +77,8 @@ func ParseStep(s string) (time.Duration, bool) {
 
 // Query returns room's report of step over [from, to). Abandoned waiters
 // of a step are the growth of the store's lapsed-waiter counter since the
-// step before, so that step is read too; a step whose previous step has
-// no sample reports none.
+// step before (so that step is read too), or, when the step before has
+// no sample, since the step's first sample.
 func Query(ctx context.Context, rd Reader, room string, step time.Duration, from, to time.Time) (Report, error) {
 	rep := Report{Room: room, Step: StepName(step), Points: []Point{}}
 	first := from.Add(step - 1).Truncate(step)
@@ -110,8 +110,17 @@ func point(p, prev *usher.AnalyticsPoint, step time.Duration) Point {
 		PeakWaiting: p.Max[fPeakWait],
 		PeakActive:  p.Max[fPeakActive],
 	}
-	if lap, ok := p.Max[fLapsed]; ok && prev != nil && prev.Start.Equal(p.Start.Add(-step)) {
-		if before, ok := prev.Max[fLapsed]; ok {
+	if lap, ok := p.Max[fLapsed]; ok {
+		before := int64(-1)
+		if prev != nil && prev.Start.Equal(p.Start.Add(-step)) {
+			if b, ok := prev.Max[fLapsed]; ok {
+				before = b
+			}
+		}
+		if n, ok := p.Max[fLapFirst]; ok && before < 0 {
+			before = lapBase - n
+		}
+		if before >= 0 {
 			out.Abandoned = lap - before
 			if lap < before {
 				out.Abandoned = lap // the store's counter started again

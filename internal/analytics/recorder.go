@@ -29,9 +29,13 @@ const (
 	fPeakWait   = "pw"
 	fPeakActive = "pa"
 	fLapsed     = "lap" // the store's Lapsed counter, the largest seen
-	pQueue      = "q"   // + bucket: time in queue, milliseconds
-	pOrigin     = "o"   // + bucket: time on origin, milliseconds
-	pETA        = "e"   // + bucket: announced wait error, percent
+	// fLapFirst is lapBase minus the step's first Lapsed sample, so that
+	// keeping the largest keeps the smallest sample: the count at the
+	// step's start, for a step with no step before it.
+	fLapFirst = "lapn"
+	pQueue    = "q" // + bucket: time in queue, milliseconds
+	pOrigin   = "o" // + bucket: time on origin, milliseconds
+	pETA      = "e" // + bucket: announced wait error, percent
 )
 
 // Sink is where a Recorder flushes (usher.Store).
@@ -42,13 +46,19 @@ type Sink interface {
 // StatsFunc reads a room's live counters (usher.Store.Stats).
 type StatsFunc func(ctx context.Context, room string, now time.Time) (usher.RoomStats, error)
 
+// LapsedFunc reads a room's count of lapsed waiters (usher.Store.Lapsed).
+type LapsedFunc func(ctx context.Context, room string, now time.Time) (int64, error)
+
 // Options configure a Recorder.
 type Options struct {
 	// Sink receives the flushed deltas.
 	Sink Sink
 	// Stats, when not nil, is sampled at each flush for every room Rooms
-	// returns: peak waiting and active users and abandoned waiters.
+	// returns: peak waiting and active users.
 	Stats StatsFunc
+	// Lapsed, when not nil, is sampled likewise: abandoned waiters are the
+	// growth of its count.
+	Lapsed LapsedFunc
 	// Rooms returns the room IDs to sample (nil: none).
 	Rooms func() []string
 	// Now is the clock (nil: time.Now).
@@ -60,6 +70,9 @@ type Options struct {
 	Metrics admission.Observer
 }
 
+// lapBase is what fLapFirst counts down from.
+const lapBase = 1 << 62
+
 // MaxPending bounds the minutes of one room a Recorder holds while its
 // flushes fail: older minutes are dropped (and logged), so memory stays
 // bounded when the store is down.
@@ -68,8 +81,9 @@ const MaxPending = 10
 // minuteAgg is what a node counted in one minute of one room.
 type minuteAgg struct {
 	arrivals, admissions, revoked, ended int64
-	sampled                              bool
+	sampled, lapSampled                  bool
 	peakWait, peakActive, lapsed         int64
+	lapFirst                             int64 // the first Lapsed sample
 	queue, origin, eta                   Hist
 }
 
@@ -155,22 +169,33 @@ func ETAErrorPct(actual, announced time.Duration) (int64, bool) {
 // Sample reads every room's counters once and keeps the largest seen this
 // minute.
 func (r *Recorder) Sample(ctx context.Context) {
-	if r.opts.Stats == nil || r.opts.Rooms == nil {
+	if r.opts.Rooms == nil {
 		return
 	}
 	now := r.opts.Now()
 	for _, room := range r.opts.Rooms() {
-		st, err := r.opts.Stats(ctx, room, now)
-		if err != nil {
-			continue
+		if r.opts.Stats != nil {
+			if st, err := r.opts.Stats(ctx, room, now); err == nil {
+				r.mu.Lock()
+				a := r.aggLocked(room, now)
+				a.peakWait = max(a.peakWait, st.Waiting)
+				a.peakActive = max(a.peakActive, st.Active)
+				a.sampled = true
+				r.mu.Unlock()
+			}
 		}
-		r.mu.Lock()
-		a := r.aggLocked(room, now)
-		a.peakWait = max(a.peakWait, st.Waiting)
-		a.peakActive = max(a.peakActive, st.Active)
-		a.lapsed = max(a.lapsed, st.Lapsed)
-		a.sampled = true
-		r.mu.Unlock()
+		if r.opts.Lapsed != nil {
+			if n, err := r.opts.Lapsed(ctx, room, now); err == nil {
+				r.mu.Lock()
+				a := r.aggLocked(room, now)
+				if !a.lapSampled {
+					a.lapFirst = n
+				}
+				a.lapsed = max(a.lapsed, n)
+				a.lapSampled = true
+				r.mu.Unlock()
+			}
+		}
 	}
 }
 
@@ -260,6 +285,12 @@ func (a *minuteAgg) merge(o *minuteAgg) {
 		a.sampled = true
 		a.peakWait = max(a.peakWait, o.peakWait)
 		a.peakActive = max(a.peakActive, o.peakActive)
+	}
+	if o.lapSampled {
+		if !a.lapSampled || o.lapFirst < a.lapFirst {
+			a.lapFirst = o.lapFirst
+		}
+		a.lapSampled = true
 		a.lapsed = max(a.lapsed, o.lapsed)
 	}
 	a.queue.Merge(&o.queue)
@@ -276,7 +307,11 @@ func (a *minuteAgg) delta(minute time.Time) usher.AnalyticsDelta {
 		}
 	}
 	if a.sampled {
-		d.Max[fPeakWait], d.Max[fPeakActive], d.Max[fLapsed] = a.peakWait, a.peakActive, a.lapsed
+		d.Max[fPeakWait], d.Max[fPeakActive] = a.peakWait, a.peakActive
+	}
+	if a.lapSampled {
+		d.Max[fLapsed] = a.lapsed
+		d.Max[fLapFirst] = lapBase - min(max(a.lapFirst, 0), lapBase)
 	}
 	for prefix, h := range map[string]*Hist{pQueue: &a.queue, pOrigin: &a.origin, pETA: &a.eta} {
 		h.Each(func(i int, n uint64) { d.Add[prefix+strconv.Itoa(i)] = int64(n) })

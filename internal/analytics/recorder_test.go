@@ -36,9 +36,10 @@ func TestRecordersMergeThroughTheStore(t *testing.T) {
 			Sink:  st,
 			Rooms: func() []string { return []string{"sale"} },
 			Stats: func(_ context.Context, room string, _ time.Time) (usher.RoomStats, error) {
-				return usher.RoomStats{Waiting: waiting[i], Active: 10 * waiting[i], Lapsed: lapsed[room]}, nil
+				return usher.RoomStats{Waiting: waiting[i], Active: 10 * waiting[i]}, nil
 			},
-			Now: func() time.Time { return now },
+			Lapsed: func(_ context.Context, room string, _ time.Time) (int64, error) { return lapsed[room], nil },
+			Now:    func() time.Time { return now },
 		})
 	}
 	a, b := node(0), node(1)
@@ -194,7 +195,7 @@ func TestStorageBound(t *testing.T) {
 		}
 	}
 	a.arrivals, a.admissions, a.revoked, a.ended = 1<<62, 1<<62, 1<<62, 1<<62
-	a.sampled, a.peakWait, a.peakActive, a.lapsed = true, 1<<62, 1<<62, 1<<62
+	a.sampled, a.lapSampled, a.peakWait, a.peakActive, a.lapsed = true, true, 1<<62, 1<<62, 1<<62
 	d := a.delta(t0)
 	if n := len(d.Add) + len(d.Max); n != PointFields || n > usher.AnalyticsMaxFields {
 		t.Fatalf("fullest point has %d fields, want PointFields %d (limit %d)", n, PointFields, usher.AnalyticsMaxFields)

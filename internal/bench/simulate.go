@@ -55,6 +55,11 @@ type SimConfig struct {
 	Progress func(Progress)
 	// ProgressEvery is how often Progress is called.
 	ProgressEvery time.Duration
+	// Origin, when set, simulates the origin the admitted visitors'
+	// requests reach, and the room's autopilot (when it has one) governs
+	// the limits by that origin's health on the simulated clock. The
+	// timeline's Origin then holds the origin's figures.
+	Origin OriginModel
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -93,6 +98,9 @@ func Simulate(ctx context.Context, cfg SimConfig) (*Timeline, error) {
 		return nil, errors.New("bench: simulate: no arrivals")
 	}
 	if err := cfg.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: simulate: %w", err)
+	}
+	if err := cfg.Origin.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: simulate: %w", err)
 	}
 	if cfg.Horizon < 0 || cfg.Tick < 0 {
@@ -167,6 +175,8 @@ type sim struct {
 	// last called (real clock).
 	tally    tally
 	reported time.Time
+	// origin is the simulated origin (nil: none).
+	origin *simOrigin
 }
 
 func newSim(cfg SimConfig) *sim {
@@ -184,7 +194,17 @@ func newSim(cfg SimConfig) *sim {
 		s.horizon = 24 * time.Hour
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51_6d_75_1a_7e))
-	s.eng = engine.New(cfg.Store, engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick})
+	opts := engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick}
+	if cfg.Origin.On() {
+		s.origin = newSimOrigin(cfg.Origin, cfg.Seed, &s.room, s.start)
+		if s.origin.pilot != nil {
+			opts.Limiter = s.origin.pilot
+		}
+	}
+	s.eng = engine.New(cfg.Store, opts)
+	if s.origin != nil && s.origin.pilot != nil {
+		s.origin.pilot.Status = s.eng.Status
+	}
 	s.offsets = cfg.Arrivals.Offsets(cfg.Seed)
 	s.tl = &Timeline{Start: s.start, Visitors: make([]Visitor, len(s.offsets))}
 	s.vs = make([]simVisitor, len(s.offsets))
@@ -254,6 +274,9 @@ func (s *sim) run(ctx context.Context) error {
 		}
 		now := ev.at
 		last = now
+		if s.origin != nil {
+			s.origin.tick(ctx, s, now)
+		}
 		nx, err := s.step(ctx, ev, now)
 		if err != nil {
 			return s.finish(now, true, err)
@@ -269,6 +292,9 @@ func (s *sim) run(ctx context.Context) error {
 func (s *sim) finish(end time.Duration, horizon bool, err error) error {
 	s.tl.End = s.at(end)
 	s.tl.Horizon = horizon
+	if s.origin != nil {
+		s.tl.Origin = s.origin.finish(s.cfg.Seed)
+	}
 	s.rec.close()
 	s.report(end, true)
 	return err
@@ -381,6 +407,9 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 			return simNext{}, nil
 		}
 		rec.Requests = append(rec.Requests, t)
+		if s.origin != nil {
+			s.origin.serve(now)
+		}
 		v.errs = 0
 		return s.pause(v, now), nil
 	}
@@ -391,7 +420,11 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		refresh := refreshSeconds(d.RefreshAfter, s.room.RefreshInterval)
 		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32))}
 		if d.WaitKnown {
-			c.eta = int32(min(waitMinutes(d.EstimatedWait), math.MaxInt32))
+			c.eta = int32(min(waitSeconds(d.EstimatedWait), math.MaxInt32))
+			if d.WaitHigh > 0 && s.room.QueueingMethod == usher.Random {
+				c.low = int32(min(waitSeconds(d.WaitLow), math.MaxInt32))
+				c.high = int32(min(waitSeconds(d.WaitHigh), math.MaxInt32))
+			}
 		}
 		s.rec.add(c)
 		return s.wait(v, now, time.Duration(refresh)*time.Second), nil
@@ -402,6 +435,9 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	s.tally.admitted.Add(1)
 	s.rec.add(simCheckIn{i: ev.i, eta: simDone})
 	rec.Requests = append(rec.Requests, t)
+	if s.origin != nil {
+		s.origin.serve(now)
+	}
 	v.browsing = true
 	v.until = now + s.cfg.Model.Browse.Sample(v.rng)
 	return s.pause(v, now), nil
@@ -459,4 +495,11 @@ func refreshSeconds(after, fallback time.Duration) int {
 // d in whole minutes, rounded up; 0 when d is not positive.
 func waitMinutes(d time.Duration) int64 {
 	return int64(math.Ceil(max(d, 0).Minutes()))
+}
+
+// waitSeconds is internal/web.Seconds, which the gate writes as
+// waitTimeSeconds (and the range's ends): d in whole seconds, rounded up;
+// 0 when d is not positive.
+func waitSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Seconds()))
 }

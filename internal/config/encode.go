@@ -60,6 +60,9 @@ func EncodeRoom(r *usher.Room) map[string]any {
 	if s.ProofOfWork != (usher.ProofOfWork{}) {
 		m["proof_of_work"] = encodeProofOfWork(&s.ProofOfWork)
 	}
+	if s.Autopilot != (usher.Autopilot{}) {
+		m["autopilot"] = encodeAutopilot(&s.Autopilot)
+	}
 	if b := &r.TicketBinding; b.On() {
 		m["ticket_binding"] = map[string]any{
 			"client_prefix": b.ClientPrefix,
@@ -106,6 +109,7 @@ func EncodeEvent(e *usher.Event) map[string]any {
 	put(m, "refresh_interval", o.RefreshInterval, formatDuration)
 	put(m, "client_limit", o.ClientLimit, func(c usher.ClientLimit) map[string]any { return encodeClientLimit(&c) })
 	put(m, "proof_of_work", o.ProofOfWork, func(p usher.ProofOfWork) map[string]any { return encodeProofOfWork(&p) })
+	put(m, "autopilot", o.Autopilot, func(a usher.Autopilot) map[string]any { return encodeAutopilot(&a) })
 	return m
 }
 
@@ -159,4 +163,32 @@ func methodName(m usher.QueueingMethod) string {
 		return string(usher.FIFO)
 	}
 	return string(m)
+}
+
+func encodeAutopilot(a *usher.Autopilot) map[string]any {
+	m := map[string]any{
+		"enabled":                  a.Enabled,
+		"min_new_users_per_minute": a.MinNewUsersPerMinute,
+		"max_new_users_per_minute": a.MaxNewUsersPerMinute,
+		"concurrency":              a.Concurrency,
+		"min_total_active_users":   a.MinTotalActiveUsers,
+		"max_total_active_users":   a.MaxTotalActiveUsers,
+		"latency_percentile":       a.Percentile,
+		"latency_sigma":            a.Sigma,
+		"latency_factor":           a.Factor,
+		"error_target":             a.ErrorTarget,
+		"baseline_samples":         a.BaselineSamples,
+		"decrease":                 a.Decrease,
+		"recover":                  a.Recover,
+		"max_changes_per_minute":   a.MaxChangesPerMinute,
+		"probe_interval":           formatDuration(a.ProbeInterval),
+		"probe_timeout":            formatDuration(a.ProbeTimeout),
+	}
+	if a.LatencyTarget != 0 {
+		m["latency_target"] = formatDuration(a.LatencyTarget)
+	}
+	if a.HealthURL != "" {
+		m["health_url"] = a.HealthURL
+	}
+	return m
 }

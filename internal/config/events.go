@@ -18,6 +18,10 @@ func checkEvents(r *report, rm *usher.Room, at loc) {
 		eat := eventLoc(at, j, e.Name)
 		valid[j] = checkEvent(r, e, eat)
 		checkOverrides(r, &e.Overrides, eat)
+		if e.Overrides.Autopilot != nil {
+			s := e.Overrides.Apply(rm.Settings)
+			checkAutopilot(r, &s.Autopilot, &s, eat.field("autopilot"))
+		}
 	}
 	if len(rm.Events) > maxPerRoom {
 		return

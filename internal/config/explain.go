@@ -199,6 +199,9 @@ func (c *Config) extraClauses(rm *usher.Room) []string {
 	if s.ProofOfWork.Difficulty > 0 {
 		out = append(out, proofOfWorkClause(&s.ProofOfWork))
 	}
+	if s.Autopilot.Enabled {
+		out = append(out, autopilotClause(s))
+	}
 	if b := &rm.TicketBinding; b.On() {
 		out = append(out, bindingClause(b))
 	}

@@ -117,6 +117,9 @@ func overrideClauses(c *Config, rm *usher.Room, o *usher.Overrides) string {
 	if o.ProofOfWork != nil {
 		out = append(out, fmt.Sprintf("a proof of work of %d bits", s.ProofOfWork.Difficulty))
 	}
+	if o.Autopilot != nil {
+		out = append(out, autopilotClause(&s))
+	}
 	if len(out) == 0 {
 		return "the room's own settings"
 	}

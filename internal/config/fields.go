@@ -151,6 +151,7 @@ func (d *decoder) roomFields(r *usher.Room) map[string]field {
 		"max_refresh_interval":      d.duration(&s.MaxRefreshInterval),
 		"client_limit":              d.clientLimit(&s.ClientLimit),
 		"proof_of_work":             d.proofOfWork(&s.ProofOfWork),
+		"autopilot":                 d.autopilot(&s.Autopilot),
 		"ticket_binding": func(n *yaml.Node, at loc) {
 			b := &r.TicketBinding
 			*b = usher.TicketBinding{IPv4Prefix: 24, IPv6Prefix: 48}
@@ -208,6 +209,7 @@ func (d *decoder) event(n *yaml.Node, at loc) usher.Event {
 		"refresh_interval":          optional(d, d.duration, &o.RefreshInterval),
 		"client_limit":              optional(d, d.clientLimit, &o.ClientLimit),
 		"proof_of_work":             optional(d, d.proofOfWork, &o.ProofOfWork),
+		"autopilot":                 optional(d, d.autopilot, &o.Autopilot),
 	})
 	return e
 }

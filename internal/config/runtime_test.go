@@ -237,6 +237,24 @@ rooms:
     client_limit: {new_visitors_per_minute: 20, ipv4_prefix: 24, ipv6_prefix: 56, over_limit: reject}
     proof_of_work: {difficulty: 12, always: true}
     ticket_binding: {client_prefix: true, user_agent: true, ipv4_prefix: 16, ipv6_prefix: 40}
+    autopilot:
+      min_new_users_per_minute: 30
+      max_new_users_per_minute: 900
+      concurrency: true
+      min_total_active_users: 20
+      max_total_active_users: 600
+      latency_percentile: 95
+      latency_sigma: 2.5
+      latency_factor: 1.8
+      latency_target: 750ms
+      error_target: 0.02
+      baseline_samples: 30
+      decrease: 0.6
+      recover: 0.3
+      max_changes_per_minute: 4
+      health_url: http://127.0.0.1:3001/health
+      probe_interval: 2s
+      probe_timeout: 1500ms
     events:
       - name: drop
         prequeue_start_time: 2026-12-01T09:30:00+01:00
@@ -256,6 +274,7 @@ rooms:
         refresh_interval: 3s
         client_limit: {new_visitors_per_minute: 5}
         proof_of_work: {difficulty: 3}
+        autopilot: {enabled: false}
     rules:
       - description: office
         expression: ip.in_cidr("10.0.0.0/8")
@@ -331,7 +350,7 @@ func TestEncodeCoversEveryField(t *testing.T) {
 	for i := range setV.NumField() {
 		check("Settings."+setV.Type().Field(i).Name, func() { change(t, setV.Field(i)) })
 	}
-	for _, sub := range []string{"ClientLimit", "ProofOfWork"} {
+	for _, sub := range []string{"ClientLimit", "ProofOfWork", "Autopilot"} {
 		s := setV.FieldByName(sub)
 		for i := range s.NumField() {
 			check("Settings."+sub+"."+s.Type().Field(i).Name, func() { change(t, s.Field(i)) })
@@ -370,6 +389,8 @@ func change(t *testing.T, v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Int, reflect.Int64:
 		v.SetInt(v.Int() + 1)
+	case reflect.Float64:
+		v.SetFloat(v.Float() + 0.125)
 	case reflect.Bool:
 		v.SetBool(!v.Bool())
 	case reflect.String:

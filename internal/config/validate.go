@@ -237,6 +237,7 @@ func checkSettings(r *report, s *usher.Settings, at loc) {
 	check(r, at.field("default_template_language"), checkLanguage(s.DefaultTemplateLanguage))
 	checkClientLimit(r, &s.ClientLimit, at.field("client_limit"))
 	checkProofOfWork(r, &s.ProofOfWork, at.field("proof_of_work"))
+	checkAutopilot(r, &s.Autopilot, s, at.field("autopilot"))
 }
 
 // checkClientLimit checks a client_limit block (the zero value: none).

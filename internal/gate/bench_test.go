@@ -13,8 +13,11 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/server"
+	"github.com/usherhq/usher/internal/store/local"
 	"github.com/usherhq/usher/internal/token"
 )
 
@@ -54,11 +57,34 @@ func (w *benchWriter) reset()                      { clear(w.h); w.code = 200 }
 // puts in front of the gate and around it: request ids, recover, the
 // decision metrics and admission tokens. Compare with
 // BenchmarkTunedProxy, the reference usher bench measures against.
-func BenchmarkAdmittedRequest(b *testing.B) {
+func BenchmarkAdmittedRequest(b *testing.B) { benchAdmitted(b, false) }
+
+// BenchmarkAdmittedRequestAutopilot is BenchmarkAdmittedRequest in a room
+// whose autopilot watches the proxied answers: the engine asks the
+// governor for the effective limits, and the gate counts each answer.
+func BenchmarkAdmittedRequestAutopilot(b *testing.B) { benchAdmitted(b, true) }
+
+func benchAdmitted(b *testing.B, withAutopilot bool) {
 	room := testRoom("sale")
 	room.TotalActiveUsers = 1 << 30
 	metrics := admin.NewMetrics(nil, nil)
+	var pilot *autopilot.Pilot
+	if withAutopilot {
+		room.Autopilot = usher.Autopilot{Enabled: true, Concurrency: true, MinNewUsersPerMinute: room.NewUsersPerMinute,
+			MinTotalActiveUsers: room.TotalActiveUsers}
+		pilot = &autopilot.Pilot{}
+		pilot.SetRooms([]*usher.Room{room}, time.Now())
+	}
 	g, _ := featureGate(b, room, time.Now(), func(o *gate.Options) {
+		if pilot != nil {
+			st, err := local.Open(local.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			o.Decider = admission.New(st, admission.Options{Limiter: pilot})
+			o.Health = pilot.Recorder
+		}
 		o.Transport = memOrigin
 		o.Observe = metrics.ObserveDecision
 		o.Now = time.Now // admission tokens are cached by the wall clock
@@ -77,6 +103,11 @@ func BenchmarkAdmittedRequest(b *testing.B) {
 	}
 	if c == nil || rec.Header().Get("X-Origin") != "1" {
 		b.Fatal("not admitted")
+	}
+	if pilot != nil {
+		if n := pilot.Recorder(room.ID).Snapshot().Count; n != 1 {
+			b.Fatalf("the first answer was counted %d times", n)
+		}
 	}
 	target, _ := url.Parse("http://shop.test/product/1")
 	w := &benchWriter{h: http.Header{}}

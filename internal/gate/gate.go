@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/guard"
 	"github.com/usherhq/usher/internal/rules"
 	"github.com/usherhq/usher/internal/server"
@@ -97,6 +98,10 @@ type Options struct {
 	Invites *guard.Invites
 	// InviteUses counts invite uses; required with Invites (the store).
 	InviteUses InviteUses
+	// Health returns the recorder of a room's origin answers for its
+	// autopilot, or nil when its autopilot does not watch responses (nil:
+	// none does).
+	Health func(room string) *autopilot.Recorder
 	// RejectUnknownHosts refuses (421) a request whose host no route
 	// names instead of passing it to DefaultOrigin: with rooms on named
 	// hosts, another Host (or none, or an absolute URI for another host)
@@ -130,6 +135,7 @@ type Gate struct {
 	inviteUses    InviteUses
 	tokens        *Tokens
 	notes         *guard.Notes
+	health        map[*usher.Room]*autopilot.Recorder
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -199,6 +205,14 @@ func New(opts Options) (*Gate, error) {
 		g.rooms[room.ID] = room
 		if err := g.loadRoom(room, opts.IPLists); err != nil {
 			return nil, fmt.Errorf("gate: room %q: %w", room.ID, err)
+		}
+		if opts.Health != nil {
+			if rec := opts.Health(room.ID); rec != nil {
+				if g.health == nil {
+					g.health = map[*usher.Room]*autopilot.Recorder{}
+				}
+				g.health[room] = rec
+			}
 		}
 		g.origins[room] = g.defaultOrigin
 		if room.Origin != "" {
@@ -370,4 +384,13 @@ func dropBody(w http.ResponseWriter, r *http.Request) {
 func (g *Gate) fail(w http.ResponseWriter, r *http.Request, err error) {
 	dropBody(w, r)
 	server.Error(w, r.WithContext(server.ContextWithLogger(r.Context(), g.log)), err)
+}
+
+// recordHealth counts the origin's answer to a proxied request for its
+// room's autopilot: its time to the response's headers and whether it was
+// a 5xx.
+func (g *Gate) recordHealth(resp *http.Response) {
+	if info, _ := resp.Request.Context().Value(proxyKey{}).(*proxyInfo); info != nil && info.health != nil {
+		info.health.Record(time.Since(info.start), resp.StatusCode >= 500)
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/autopilot"
 	"github.com/usherhq/usher/internal/server"
 )
 
@@ -32,6 +34,10 @@ type proxyInfo struct {
 	peerTrusted bool
 	scheme      string
 	host        string
+	// health records the origin's answer for the room's autopilot (nil:
+	// not governed by responses); start is when the request left.
+	health *autopilot.Recorder
+	start  time.Time
 }
 
 // forward proxies r to the origin of m's room (the default origin when
@@ -72,6 +78,11 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 		info.visitor, info.admitted, info.rawPath = d.Ticket.VisitorID, true, r.URL.EscapedPath()
 	}
 	info.target = target
+	if m.Room != nil && len(g.health) > 0 {
+		if info.health = g.health[m.Room]; info.health != nil {
+			info.start = time.Now()
+		}
+	}
 	info.peer = server.PeerAddr(r)
 	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
 	g.proxy.ServeHTTP(w, r.WithContext(ctx))
@@ -159,6 +170,11 @@ func (g *Gate) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if info != nil {
 		attrs = append(attrs, slog.String("room", info.room), slog.String("origin", info.target.Redacted()))
+	}
+	if info != nil && info.health != nil && r.Context().Err() == nil {
+		// The origin failed to answer (a visitor who hung up says nothing
+		// of the origin).
+		info.health.Record(time.Since(info.start), true)
 	}
 	g.log.LogAttrs(r.Context(), level, "origin request failed", attrs...)
 	server.WriteError(w, r, http.StatusBadGateway, "the site did not answer, retry in a moment")

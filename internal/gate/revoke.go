@@ -31,6 +31,9 @@ type Revoker interface {
 // modifyResponse applies an origin's command to an admitted visitor's
 // response.
 func (g *Gate) modifyResponse(resp *http.Response) error {
+	if len(g.health) > 0 {
+		g.recordHealth(resp)
+	}
 	cmd := resp.Header.Get(CommandHeader)
 	if cmd == "" {
 		return nil

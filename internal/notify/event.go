@@ -38,6 +38,7 @@ const (
 	BreakerOpened       = "breaker.opened"
 	BreakerClosed       = "breaker.closed"
 	SummaryMinute       = "summary.minute"
+	AutopilotChanged    = "autopilot.changed"
 	VisitorTicketIssued = "visitor.ticket_issued"
 	VisitorAdmitted     = "visitor.admitted"
 	VisitorSessionEnded = "visitor.session_ended"
@@ -49,7 +50,7 @@ const (
 var types = []string{
 	QueueingStarted, QueueingStopped, SettingsChanged,
 	EventPrequeueOpened, EventStarted, EventEnded,
-	BreakerOpened, BreakerClosed, SummaryMinute,
+	BreakerOpened, BreakerClosed, SummaryMinute, AutopilotChanged,
 	VisitorTicketIssued, VisitorAdmitted, VisitorSessionEnded, VisitorRevoked,
 }
 

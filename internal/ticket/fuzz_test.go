@@ -92,7 +92,7 @@ func FuzzRoundTrip(f *testing.F) {
 			in.Jitter = 0
 		}
 		if unset&32 == 0 {
-			in.Announced = foldTime(next ^ counted)
+			in.Announced = time.Duration(fold(next^counted, int64(maxAnnounced)+1))
 		}
 		v, err := r.Seal(&in, testRoom, testCookie)
 		if err != nil {

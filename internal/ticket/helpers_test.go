@@ -103,7 +103,7 @@ func truncated(t usher.Ticket) usher.Ticket {
 	t.CountedAt = ms(t.CountedAt)
 	t.NextCheckIn = ms(t.NextCheckIn)
 	t.DrewAt = ms(t.DrewAt)
-	t.Announced = ms(t.Announced)
+	t.Announced = t.Announced.Truncate(time.Millisecond)
 	t.Jitter = t.Jitter.Truncate(time.Millisecond)
 	return t
 }
@@ -126,7 +126,6 @@ func diffTickets(got, want usher.Ticket) string {
 		{"AdmittedAt", got.AdmittedAt, want.AdmittedAt},
 		{"CountedAt", got.CountedAt, want.CountedAt},
 		{"NextCheckIn", got.NextCheckIn, want.NextCheckIn},
-		{"Announced", got.Announced, want.Announced},
 	} {
 		if !f.got.Equal(f.want) || f.got.IsZero() != f.want.IsZero() {
 			d = append(d, fmt.Sprintf("%s %v, want %v", f.name, f.got, f.want))
@@ -140,6 +139,9 @@ func diffTickets(got, want usher.Ticket) string {
 	}
 	if !got.DrewAt.Equal(want.DrewAt) {
 		d = append(d, fmt.Sprintf("DrewAt %v, want %v", got.DrewAt, want.DrewAt))
+	}
+	if got.Announced != want.Announced {
+		d = append(d, fmt.Sprintf("Announced %v, want %v", got.Announced, want.Announced))
 	}
 	if got.Jitter != want.Jitter {
 		d = append(d, fmt.Sprintf("Jitter %v, want %v", got.Jitter, want.Jitter))

@@ -26,7 +26,7 @@ import (
 //	Until       varint: milliseconds from ArrivedAt   (if flagUntil)
 //	Binding     4 bytes, big-endian                  (if flagBinding)
 //	Position    uvarint                               (if flagPosition)
-//	Announced   varint: milliseconds from ArrivedAt   (if flagAnnounced)
+//	Announced   uvarint: milliseconds, above zero      (if flagAnnounced)
 //	Jitter      varint: milliseconds, either way
 //
 // flagBack and flagJoining carry no field. A zero time.Time, a zero Cell or
@@ -53,10 +53,11 @@ const (
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
 // flags, and each field at the longest its range allows: an arrival under
-// 2^45 ms (7 bytes), six millisecond deltas and two second deltas within
+// 2^45 ms (7 bytes), five millisecond deltas and two second deltas within
 // the range (7 and 6 bytes as zig-zag varints), the binding (4), a position
-// under 2^35 (5) and a jitter within an hour (4). TestPayloadBound checks the extremes.
-const maxPayloadLen = 8 + 1 + 2 + 7 + 6*7 + 2*6 + 4 + 5 + 4
+// under 2^35 (5), an announced wait within a year (5) and a jitter within an
+// hour (4). TestPayloadBound checks the extremes.
+const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 5 + 5 + 4
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -75,6 +76,10 @@ const (
 // maxPosition bounds a ticket's Position (2^35 - 1: more people than live).
 const maxPosition = 1<<35 - 1
 
+// maxAnnounced bounds a ticket's Announced wait: a year (5 bytes of
+// milliseconds).
+const maxAnnounced = 366 * 24 * time.Hour
+
 // errPayload is returned by decodePayload; Open reports it as malformed.
 var errPayload = errors.New("bad payload")
 
@@ -92,6 +97,8 @@ func checkTicket(t *usher.Ticket) error {
 		return fmt.Errorf("place %d out of range", t.Place)
 	case t.Position < 0 || t.Position > maxPosition:
 		return fmt.Errorf("position %d out of range", t.Position)
+	case t.Announced < 0 || t.Announced > maxAnnounced:
+		return fmt.Errorf("announced wait %v out of range [0, %v]", t.Announced, maxAnnounced)
 	}
 	if ms := t.ArrivedAt.UnixMilli(); t.ArrivedAt.IsZero() || !inRange(ms) {
 		return fmt.Errorf("arrival time %v out of range", t.ArrivedAt)
@@ -105,7 +112,6 @@ func checkTicket(t *usher.Ticket) error {
 		{"next check-in", t.NextCheckIn},
 		{"draw", t.DrewAt},
 		{"session end", t.Until},
-		{"announced", t.Announced},
 	} {
 		if !f.t.IsZero() && !inRange(f.t.UnixMilli()) {
 			return fmt.Errorf("%s time %v out of range", f.name, f.t)
@@ -153,7 +159,7 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if t.Position != 0 {
 		flags |= flagPosition
 	}
-	if !t.Announced.IsZero() {
+	if t.Announced >= time.Millisecond {
 		flags |= flagAnnounced
 	}
 	b = append(b, t.VisitorID[:]...)
@@ -188,7 +194,7 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 		b = binary.AppendUvarint(b, uint64(t.Position))
 	}
 	if flags&flagAnnounced != 0 {
-		b = binary.AppendVarint(b, t.Announced.UnixMilli()-arrived)
+		b = binary.AppendUvarint(b, uint64(t.Announced/time.Millisecond))
 	}
 	return binary.AppendVarint(b, int64(t.Jitter/time.Millisecond))
 }
@@ -252,7 +258,11 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 		}
 	}
 	if flags&flagAnnounced != 0 {
-		t.Announced = d.time(arrived)
+		if a := d.uvarint(); a == 0 || a > uint64(maxAnnounced/time.Millisecond) {
+			d.fail()
+		} else {
+			t.Announced = time.Duration(a) * time.Millisecond
+		}
 	}
 	if j := d.varint(); j < -int64(maxJitter/time.Millisecond) || j > int64(maxJitter/time.Millisecond) {
 		d.fail()

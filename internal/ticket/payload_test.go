@@ -29,7 +29,7 @@ func TestPayloadBound(t *testing.T) {
 		}
 		tk := usher.Ticket{
 			VisitorID: [8]byte{1}, State: usher.Admitted, ArrivedAt: arrived,
-			AdmittedAt: far, CountedAt: far, NextCheckIn: far, DrewAt: far, Until: far, Announced: far,
+			AdmittedAt: far, CountedAt: far, NextCheckIn: far, DrewAt: far, Until: far, Announced: maxAnnounced,
 			Cell: far.Unix(), Place: far.Unix(), Back: true, Joining: true, Binding: 0xffffffff, Position: maxPosition,
 			Jitter: -maxJitter,
 		}

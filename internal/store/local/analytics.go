@@ -129,14 +129,20 @@ func (s *Store) AddAnalytics(ctx context.Context, room string, deltas []usher.An
 				next[k] = p
 			}
 		}
-		for k := range next {
-			if expired(k[0], int64(binary.BigEndian.Uint64([]byte(k[1:]))), now) {
-				delete(next, k)
+		pruneMem(next, now)
+		s.analytics[room] = next
+		if now.Sub(s.analyticsSwept) >= time.Hour {
+			s.analyticsSwept = now
+			for id, m := range s.analytics {
+				if pruneMem(m, now); len(m) == 0 {
+					delete(s.analytics, id)
+				}
 			}
 		}
-		s.analytics[room] = next
 		return nil
 	}
+	s.analyticsMu.Lock()
+	defer s.analyticsMu.Unlock()
 	return s.db.Update(func(tx *bolt.Tx) error {
 		ab, err := tx.CreateBucketIfNotExists(bucketAnalytics)
 		if err != nil {
@@ -163,19 +169,51 @@ func (s *Store) AddAnalytics(ctx context.Context, room string, deltas []usher.An
 				}
 			}
 		}
-		// Drop the points past their retention: the oldest keys of each
-		// step come first.
-		for _, step := range []byte{'m', 'h'} {
-			c := rb.Cursor()
-			for k, _ := c.Seek([]byte{step}); k != nil && k[0] == step && len(k) == 9 &&
-				expired(step, int64(binary.BigEndian.Uint64(k[1:])), now); k, _ = c.Next() {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-			}
+		if err := prune(rb, now); err != nil {
+			return err
 		}
-		return nil
+		// Once an hour, every room's: a room no longer in the config has no
+		// flushes of its own.
+		if now.Sub(s.analyticsSwept) < time.Hour {
+			return nil
+		}
+		s.analyticsSwept = now
+		return ab.ForEachBucket(func(name []byte) error {
+			if b := ab.Bucket(name); b != nil {
+				return prune(b, now)
+			}
+			return nil
+		})
 	})
+}
+
+// prune drops a room's points past their retention: the oldest keys of
+// each step come first. The keys are gathered before they are deleted
+// (deleting under a cursor moves it).
+func prune(rb *bolt.Bucket, now time.Time) error {
+	var old [][]byte
+	for _, step := range []byte{'m', 'h'} {
+		c := rb.Cursor()
+		for k, _ := c.Seek([]byte{step}); k != nil && k[0] == step && len(k) == 9 &&
+			expired(step, int64(binary.BigEndian.Uint64(k[1:])), now); k, _ = c.Next() {
+			old = append(old, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range old {
+		if err := rb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneMem drops the points of m past their retention.
+func pruneMem(m memAnalytics, now time.Time) {
+	for k := range m {
+		if expired(k[0], int64(binary.BigEndian.Uint64([]byte(k[1:]))), now) {
+			delete(m, k)
+		}
+	}
 }
 
 // expired reports whether a point of step starting at the unix second

@@ -43,6 +43,9 @@ func TestAnalyticsRetention(t *testing.T) {
 				return len(ps)
 			}
 			add(t0)
+			if err := s.AddAnalytics(ctx, "gone", []usher.AnalyticsDelta{{Minute: t0, Add: map[string]int64{"arr": 1}}}); err != nil {
+				t.Fatal(err)
+			}
 			now = t0.Add(usher.AnalyticsMinuteKeep + 2*time.Minute)
 			add(now.Truncate(time.Minute))
 			if n := count(time.Minute); n != 1 {
@@ -60,6 +63,11 @@ func TestAnalyticsRetention(t *testing.T) {
 			}
 			if n, most := count(time.Hour), int(usher.AnalyticsHourKeep/time.Hour)+2; n > most || n < most-3 {
 				t.Errorf("hours kept = %d, want about %d", n, most)
+			}
+			// A room that no longer flushes (gone from the config) is
+			// pruned too, by the hourly sweep of the others' flushes.
+			if ps, err := s.ReadAnalytics(ctx, "gone", time.Hour, t0.Add(-time.Hour), now); err != nil || len(ps) != 0 {
+				t.Errorf("a room without flushes keeps %d hour points past the retention (%v)", len(ps), err)
 			}
 		})
 	}

@@ -57,6 +57,8 @@ type Store struct {
 	// opNow is the latest op time seen, the watermark a flush records.
 	opNow time.Time
 
+	health health // origin health and autopilot figures (their own lock)
+
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
@@ -67,7 +69,9 @@ type Store struct {
 
 	rt runtimeDoc // the runtime document and the audit log (runtime.go)
 
-	analytics map[string]memAnalytics // by room, without a file (analytics.go)
+	analytics      map[string]memAnalytics // by room, without a file (analytics.go)
+	analyticsMu    sync.Mutex              // guards analyticsSwept
+	analyticsSwept time.Time               // when every room's points were last pruned
 }
 
 // span is a half-open time span [From, To).
@@ -215,9 +219,20 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	st := r.stats(0, 0)
-	st.Lapsed = r.lapsed
-	return st, nil
+	return r.stats(0, 0), nil
+}
+
+// Lapsed implements usher.Store: the waiting counts expired since the
+// store opened.
+func (s *Store) Lapsed(_ context.Context, roomID string, now time.Time) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rooms[roomID]
+	if r == nil {
+		return 0, nil
+	}
+	r.expire(now.Unix())
+	return r.lapsed, nil
 }
 
 // LoadKeys implements usher.Store.

@@ -33,7 +33,7 @@ func TestAnalyticsMultiNodeMerge(t *testing.T) {
 	var nodes [2]node
 	for i := range nodes {
 		st := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: pfx})
-		rec := analytics.NewRecorder(analytics.Options{Sink: st, Stats: st.Stats, Rooms: func() []string { return []string{"sale"} }})
+		rec := analytics.NewRecorder(analytics.Options{Sink: st, Stats: st.Stats, Lapsed: st.Lapsed, Rooms: func() []string { return []string{"sale"} }})
 		nodes[i] = node{st, admission.New(st, admission.Options{Observer: rec}), rec}
 	}
 	ctx := context.Background()
@@ -113,7 +113,7 @@ func TestAnalyticsPointMemory(t *testing.T) {
 	for _, f := range []string{"arr", "adm", "rev", "end"} {
 		d.Add[f] = 1 << 40
 	}
-	for _, f := range []string{"pw", "pa", "lap"} {
+	for _, f := range []string{"pw", "pa", "lap", "lapn"} {
 		d.Max[f] = 1 << 40
 	}
 	for i := range analytics.Buckets {

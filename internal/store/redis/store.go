@@ -239,7 +239,20 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
-	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2], Lapsed: v[3]}, nil
+	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
+}
+
+// Lapsed implements usher.Store with the same read-only script as Stats:
+// the meta field lp, plus the waiting counts due by now.
+func (s *Store) Lapsed(ctx context.Context, room string, now time.Time) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var v [4]int64
+	rk, _, _ := s.room(room, now)
+	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
+		return 0, err
+	}
+	return v[3], nil
 }
 
 // writeArgs appends the arguments every write script starts with (see
