@@ -13,31 +13,44 @@ type Session struct {
 	// renewal.
 	End time.Time
 	// RenewTo, when not zero, is the new end a request now gives the
-	// session: SessionDuration plus one RenewStep after now, rounded up to
-	// the second. Zero: no renewal now (not due yet, renewal disabled, or a
+	// session: SessionUntil(now), SessionHold after now rounded up to the
+	// second. Zero: no renewal now (not due yet, renewal disabled, or a
 	// session from before the running event's window).
 	RenewTo time.Time
 }
 
-// RenewStep is how much later a request must come, after the one that
-// last counted a session, to count it again. A session is counted until
-// session_duration plus one step after the request that counted it, so it
-// lasts at least session_duration after the visitor's last request and at
-// most one step more, and each session costs one store write a step: a
+// RenewStep is about how much later a request must come, after the one
+// that last counted a session, to count it again. A session is counted
+// until session_duration plus one step, less a second, after the request
+// that counted it, rounded up to the second; a request renews it only when
+// its own session_duration would end later than that. So a session lasts
+// at least session_duration after the visitor's last request and at most
+// one step more, and costs at most a store write a step (and a second): a
 // sixtieth of the session, from 1 s to 10 s.
 func RenewStep(session time.Duration) time.Duration {
 	return min(max(session/60, time.Second), 10*time.Second)
 }
 
 // SessionUntil is when a session counted at now ends under s: renewable
-// sessions get session_duration plus one RenewStep, others
-// session_duration; rounded up to the second.
+// sessions get session_duration plus one RenewStep less a second, others
+// session_duration; rounded up to the second. The whole second a count is
+// rounded up to is the first second of the step: a session of up to a
+// minute (a step of 1 s) is counted to the second its last request's
+// session_duration ends in, and renewed by a request at most once a
+// second, so that it holds no place after it ended.
 func SessionUntil(s *Settings, now time.Time) time.Time {
+	return CeilSecond(now.Add(SessionHold(s)))
+}
+
+// SessionHold is how long after a request that renews it (or the
+// admission) a session is counted: session_duration, plus one RenewStep
+// less a second when renewals are on.
+func SessionHold(s *Settings) time.Duration {
 	d := s.SessionDuration
 	if !s.DisableSessionRenewal {
-		d += RenewStep(d)
+		d += RenewStep(d) - time.Second
 	}
-	return CeilSecond(now.Add(d))
+	return d
 }
 
 // Session judges an admitted ticket at now. It is the only place that
@@ -52,7 +65,7 @@ func SessionUntil(s *Settings, now time.Time) time.Time {
 //     ends earlier sessions on its terms). Its count stays to Until: the
 //     settings may change back.
 //   - A request renews the session (RenewTo) when renewal is on and the
-//     session would otherwise end within session_duration of now; never a
+//     session would otherwise end before session_duration after now; never a
 //     session admitted before the window (pre-queue or start) of the event
 //     running now, so nobody from before an event keeps a place through it
 //     by browsing.
@@ -79,7 +92,7 @@ func (r *Room) Session(t *Ticket, now time.Time) Session {
 	if sched.Event != nil && t.AdmittedAt.Before(sched.Event.WindowStart()) {
 		return ses
 	}
-	if !now.Add(s.SessionDuration).Before(end) {
+	if now.Add(s.SessionDuration).After(end) {
 		ses.RenewTo = SessionUntil(s, now)
 	}
 	return ses

@@ -235,6 +235,13 @@ func TestBenchFlagsRedis(t *testing.T) {
 	if f.redis != "10.0.0.1:7000,10.0.0.2:7000" || !f.redisCluster || f.compareEmbedded {
 		t.Errorf("redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
 	}
+	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399", "--nodes", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.redis != "127.0.0.1:6399" || f.nodes != 3 {
+		t.Errorf("flash crowd on redis: redis %q, nodes %d", f.redis, f.nodes)
+	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput"})
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +250,7 @@ func TestBenchFlagsRedis(t *testing.T) {
 		t.Errorf("defaults: redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
 	}
 	for _, args := range [][]string{
-		{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399"},
+		{"--self", "--scenario", "flash-crowd", "--nodes", "3"},
 		{"--self", "--scenario", "standing-room", "--redis", "127.0.0.1:6399"},
 		{"--self", "--scenario", "throughput", "--compare-embedded"},
 		{"--self", "--scenario", "throughput", "--redis-cluster"},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,8 @@ type benchFlags struct {
 	// compareEmbedded also measures a usher on the embedded store, with
 	// redis.
 	compareEmbedded bool
+	// nodes is how many usher nodes share the Redis store (flash-crowd).
+	nodes int
 	// targets, when not empty, are the only targets loaded (names as in
 	// throughputTargets), for profiling one path.
 	targets []string
@@ -57,6 +60,8 @@ type benchFlags struct {
 	bound      time.Duration
 	maxWaiters int
 	maxRefresh time.Duration
+	stepsFlag  string
+	steps      []int
 
 	// autopilot
 	apCase     string
@@ -112,9 +117,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // --scenario, --self and --json; setting another is a mistake.
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
-		"total", "per-minute", "session", "refresh"},
+		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
-	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh"},
+	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps"},
 	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
 		"case", "origin", "horizon"},
 }
@@ -151,12 +156,14 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.IntVar(&f.rounds, "rounds", 3, "throughput: rounds (each measures every target once, interleaved)")
 	fs.DurationVar(&f.duration, "duration", 3*time.Second, "throughput: how long each target is loaded per round")
 	fs.IntVar(&f.workers, "workers", 32, "throughput: requests in flight")
-	fs.StringVar(&f.redis, "redis", "", "throughput: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
-	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput: --redis is a Redis Cluster")
+	fs.StringVar(&f.redis, "redis", "", "throughput, flash-crowd: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput, flash-crowd: --redis is a Redis Cluster")
+	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
+	fs.StringVar(&f.stepsFlag, "steps", "", "standing-room: the numbers of waiters to try, comma-separated and rising (default 1000,10000,100000,250000,500000,1000000 up to --max-waiters)")
 	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
 	fs.StringVar(&f.apCase, "case", "high", "autopilot: the room's limits 3x too high or too low for the origin: high, low or both")
 	fs.StringVar(&f.originSpec, "origin", autopilotOrigin, "autopilot: the origin in this process: WORKERS,SERVICE,TIMEOUT (a request that waits TIMEOUT for a worker gets 504)")
@@ -234,6 +241,14 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 				problem("plot", "cannot write %s: no folder %s", f.plot, filepath.Dir(f.plot))
 			}
 		}
+		switch {
+		case f.nodes < 1 || f.nodes > 16:
+			problem("nodes", "%d: from 1 to 16", f.nodes)
+		case f.nodes > 1 && f.redis == "":
+			problem("nodes", "several nodes share a store: give --redis ADDR")
+		case f.redis != "" && !f.self:
+			problem("redis", "needs --self (usher runs in this process)")
+		}
 	}
 	if f.scenario == "autopilot" {
 		switch f.apCase {
@@ -260,6 +275,14 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	if f.scenario != "throughput" && (f.refresh < minRefresh || f.refresh > maxRefresh) {
 		problem("refresh", "%v: a room's refresh_interval is from %v to %v", f.refresh, minRefresh, maxRefresh)
 	}
+	if f.scenario == "throughput" || f.scenario == "flash-crowd" {
+		switch {
+		case f.redis == "" && (f.redisCluster || f.compareEmbedded):
+			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
+		case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
+			problem("redis", "several addresses need --redis-cluster")
+		}
+	}
 	if f.scenario == "throughput" {
 		if f.rounds < 1 {
 			problem("rounds", "%d: at least 1", f.rounds)
@@ -278,12 +301,6 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 				f.targets = append(f.targets, t)
 			}
 		}
-		switch {
-		case f.redis == "" && (f.redisCluster || f.compareEmbedded):
-			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
-		case f.redis != "" && !f.redisCluster && strings.Contains(f.redis, ","):
-			problem("redis", "several addresses need --redis-cluster")
-		}
 	}
 	if f.scenario == "standing-room" {
 		if f.bound <= 0 {
@@ -291,6 +308,28 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.maxWaiters < 1000 {
 			problem("max-waiters", "%d: at least 1000, the first step", f.maxWaiters)
+		}
+		f.steps = nil
+		for _, n := range standingSteps {
+			if n <= f.maxWaiters {
+				f.steps = append(f.steps, n)
+			}
+		}
+		if set["steps"] {
+			f.steps = nil
+			for _, part := range strings.Split(f.stepsFlag, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(part))
+				switch {
+				case err != nil || n < 1:
+					problem("steps", "%q is not a number of waiters", part)
+				case len(f.steps) > 0 && n <= f.steps[len(f.steps)-1]:
+					problem("steps", "%d after %d: the steps must rise", n, f.steps[len(f.steps)-1])
+				case n > 10_000_000:
+					problem("steps", "%d: at most 10,000,000", n)
+				default:
+					f.steps = append(f.steps, n)
+				}
+			}
 		}
 		if !set["max-refresh"] {
 			f.maxRefresh = max(f.maxRefresh, f.refresh) // the room's default

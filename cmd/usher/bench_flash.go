@@ -14,6 +14,10 @@ type FlashResult struct {
 	Scenario string       `json:"scenario"`
 	Arrivals string       `json:"arrivals"`
 	Limits   bench.Limits `json:"limits"`
+	// Nodes is how many usher nodes served the visitors, in turn; Store
+	// is their store, "embedded" or "redis".
+	Nodes int    `json:"nodes"`
+	Store string `json:"store"`
 	bench.Result
 }
 
@@ -36,17 +40,23 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 		RefreshInterval:   f.refresh,
 	}
 	target := f.target
+	var more []string
 	if f.self {
-		env, err := m.startSelf(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh))
+		env, err := m.startSelfWith(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh),
+			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes})
 		if err != nil {
 			return nil, err
 		}
 		defer env.stop()
 		target = env.usherURL + "/"
+		for _, u := range env.usherURLs[1:] {
+			more = append(more, u+"/")
+		}
 	}
 	line := m.progress("usher bench: ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   target,
+		More:     more,
 		Arrivals: f.arr,
 		Model:    f.model,
 		Seed:     f.seed,
@@ -64,5 +74,9 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 			return nil, fmt.Errorf("--plot: %w", err)
 		}
 	}
-	return &FlashResult{Scenario: "flash-crowd", Arrivals: f.arrivals, Limits: lim, Result: bench.Report(tl, lim)}, nil
+	res := &FlashResult{Scenario: "flash-crowd", Arrivals: f.arrivals, Limits: lim, Result: bench.Report(tl, lim), Nodes: 1, Store: "embedded"}
+	if f.redis != "" {
+		res.Nodes, res.Store = f.nodes, "redis"
+	}
+	return res, nil
 }

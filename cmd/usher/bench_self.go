@@ -31,6 +31,9 @@ type selfEnv struct {
 	origin    *bench.Origin
 	originURL string
 	usherURL  string
+	// usherURLs are every usher node's URL, usherURL first
+	// (selfOptions.nodes).
+	usherURLs []string
 	// tuned and unpooled are the reference proxies to the origin, each in
 	// a process of its own (selfOptions.proxies), nil without: an
 	// httputil.ReverseProxy with the gate's transport and buffer pool, and
@@ -61,6 +64,9 @@ type selfOptions struct {
 	// trusted are usher's trusted_proxies (a proxy on loopback asking
 	// forward auth); nil: none.
 	trusted []string
+	// nodes, with redis, is how many usher nodes share the store (zero:
+	// one).
+	nodes int
 	// proxies starts the reference proxies (selfEnv.tuned, .unpooled).
 	proxies bool
 	// separate runs usher in a process of its own (embedded store only),
@@ -173,6 +179,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		select {
 		case pub := <-ready:
 			env.usherURL = "http://" + pub
+			env.usherURLs = []string{env.usherURL}
 		case err := <-errc:
 			return fail(fmt.Errorf("start usher: %w", err))
 		case <-time.After(20 * time.Second):
@@ -213,6 +220,20 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		return fail(fmt.Errorf("start usher on redis: %w", err))
 	}
 	env.redis, _ = store.(*redis.Store)
+	env.usherURLs = []string{env.usherURL}
+	for range opts.nodes - 1 {
+		// Further nodes on the same store, each with its own client.
+		more, err := selfConfig(dir, rooms, env.originURL)
+		if err != nil {
+			return fail(err)
+		}
+		more.TrustedProxies, more.Keys, more.Store.Redis = opts.trusted, keys, cfg.Store.Redis
+		u, _, err := start(more)
+		if err != nil {
+			return fail(fmt.Errorf("start usher node %d on redis: %w", len(env.usherURLs)+1, err))
+		}
+		env.usherURLs = append(env.usherURLs, u)
+	}
 	if opts.compareEmbedded {
 		embedded, err := selfConfig(dir, rooms, env.originURL)
 		if err != nil {

@@ -75,6 +75,9 @@ type Engine struct {
 
 	brk     breaker
 	revoked revoked
+	flow    flows // what this engine saw of each line, for estimates
+	// noServing leaves the serving counter out of estimates (tests).
+	noServing bool
 
 	mu  sync.Mutex
 	rng func() uint64
@@ -212,7 +215,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// refresh_interval.
 	iv := s.RefreshInterval
 	if !fresh && adaptive(s) {
-		iv = interval(aheadAtLeast(&tk, s, now), s, &sched, now)
+		iv = grown(interval(aheadAtLeast(&tk, s, now), s, &sched, now), &tk, s)
 	}
 	refresh := checkInAfter(iv, scaledJitter(tk.Jitter, iv, s.RefreshInterval))
 	next := now.Add(refresh)
@@ -298,7 +301,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	if res.Replay {
-		return e.replayed(d, tk, res, &sched, now), nil
+		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
 	if res.OverClient {
 		d.OverClient = true
@@ -313,6 +316,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		e.observeArrived(room.ID, now)
 	}
 	if res.Admitted {
+		e.flow.admitted(room.ID, now, admittedTk.Cell)
 		e.observeAdmitted(room.ID, &tk, now)
 		d.Outcome = usher.Admit
 		d.NewlyAdmitted = true
@@ -345,7 +349,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Ticket = tk
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = refresh
-	e.estimate(&d, res, &sched, now)
+	e.estimate(&d, room.ID, tk.Bucket(), res, &sched, now)
 	announce(&d, now)
 	return d, nil
 }
@@ -366,9 +370,13 @@ func announce(d *usher.Decision, now time.Time) {
 	}
 }
 
-// estimate fills in the decision's estimated wait.
-func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
+// estimate fills in the decision's estimated wait for a waiter of bucket
+// in room.
+func (e *Engine) estimate(d *usher.Decision, room string, bucket int64, res usher.AdmitResult, sched *usher.Schedule, now time.Time) {
 	s := &sched.Settings
+	if sched.Phase != usher.Prequeue && s.QueueingMethod != usher.Random {
+		e.flow.waiting(room, now, bucket, res.Ahead)
+	}
 	switch {
 	case sched.Phase == usher.Prequeue:
 		d.WaitKnown, d.EstimatedWait = true, sched.Event.Start.Sub(now)
@@ -377,7 +385,7 @@ func (e *Engine) estimate(d *usher.Decision, res usher.AdmitResult, sched *usher
 	case s.QueueAll:
 		// Nobody is let in until the operator lifts queue_all.
 	default:
-		d.WaitKnown, d.EstimatedWait = estimate(res, s, d.RefreshAfter)
+		d.WaitKnown, d.EstimatedWait = e.fifoWait(room, res, s, d.RefreshAfter, now)
 	}
 }
 
@@ -415,7 +423,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	d.Ticket = tk
 	d.Position = ahead + 1
 	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
-	e.estimate(&d, usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
+	e.estimate(&d, room, tk.Bucket(), usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
 	return d, nil
 }
 
@@ -424,7 +432,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 // page and its JSON at once, a proxy asking twice): within ReplayGrace it
 // gets the same admission. Otherwise nothing changes: the ticket is not
 // sent again and the waiter sees its place.
-func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
+func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
 	d.Replay = true
 	rec := res.Record
 	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
@@ -446,7 +454,7 @@ func (e *Engine) replayed(d usher.Decision, tk usher.Ticket, res usher.AdmitResu
 	if !tk.NextCheckIn.IsZero() {
 		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
 	}
-	e.estimate(&d, res, sched, now)
+	e.estimate(&d, room, tk.Bucket(), res, sched, now)
 	return d
 }
 
@@ -536,6 +544,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 			d.Ticket, d.TicketChanged = next, true
 		}
 	default:
+		e.flow.renewed(room, now, t.Cell, next.Cell)
 		d.Ticket, d.TicketChanged = next, true
 	}
 	return d, true

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -35,7 +36,12 @@ type simVisitor struct {
 	bucket      int64
 	lastWait    time.Time // last check-in answered "wait"
 	wasAdmitted bool
-	sessions    []session // the visitor's sessions, by the visitors' own clock
+	// firstAt is the first waiting answer, firstETA the wait it announced
+	// (known reports whether it announced one).
+	firstAt    time.Time
+	firstETA   time.Duration
+	firstKnown bool
+	sessions   []session // the visitor's sessions, by the visitors' own clock
 }
 
 // session is one admitted stay: from admission to its end, which is
@@ -84,6 +90,9 @@ type simConfig struct {
 	// patienceMax is the longest a waiter who gives up waits first (zero:
 	// 30 s).
 	patienceMax time.Duration
+	// noServing leaves the serving counter out of the estimates: the
+	// limits' forecast alone.
+	noServing bool
 }
 
 type simAdmission struct {
@@ -107,6 +116,18 @@ type simResult struct {
 	// longestWindow is the longest a waiting ticket's count outlives the
 	// check-in that made it (its cell's expiry less its counted-at time).
 	longestWindow time.Duration
+	// etaPct is, per admitted visitor who waited two refresh intervals or
+	// more from its first waiting answer, 100 * |announced - actual| /
+	// actual, by arrival; etaUnknown counts those whose first answer
+	// announced no wait.
+	etaPct     []etaSample
+	etaUnknown int
+}
+
+// etaSample is one visitor's announced-wait error.
+type etaSample struct {
+	arrived time.Duration // since the start
+	pct     float64
 }
 
 func runSim(t *testing.T, cfg simConfig) simResult {
@@ -119,6 +140,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 	defer st.Close()
 	rng := rand.New(rand.NewPCG(cfg.seed, 7))
 	eng := New(st, Options{Rand: rng.Uint64})
+	eng.noServing = cfg.noServing
 	key, err := ticket.GenerateKey("sim")
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +303,7 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			if wasNew {
 				v.bucket = v.ticket.Bucket()
 				v.lastWait = time.Time{}
+				v.firstAt, v.firstETA, v.firstKnown = now, d.EstimatedWait, d.WaitKnown
 				if d.Stats.Waiting == 0 && d.Stats.Slots > 0 {
 					res.earlyQueued++
 				}
@@ -325,7 +348,92 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 	if res.queueSamples > 0 {
 		res.utilization = 1 - freeSum/float64(res.queueSamples)/float64(s.TotalActiveUsers)
 	}
+	for _, v := range all {
+		if v.firstAt.IsZero() || v.admitted.Before(v.firstAt) {
+			continue
+		}
+		actual := v.admitted.Sub(v.firstAt)
+		if actual < 2*s.RefreshInterval {
+			continue
+		}
+		if !v.firstKnown {
+			res.etaUnknown++
+			continue
+		}
+		off := (v.firstETA - actual).Seconds()
+		res.etaPct = append(res.etaPct, etaSample{v.arrive.Sub(start), 100 * math.Abs(off) / actual.Seconds()})
+	}
 	return res
+}
+
+// etaPercentile returns the p-th percentile (nearest rank) of the errors
+// of the visitors who arrived from after on.
+func etaPercentile(es []etaSample, after time.Duration, p float64) (float64, int) {
+	var xs []float64
+	for _, e := range es {
+		if e.arrived >= after {
+			xs = append(xs, e.pct)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(xs)
+	k := int(math.Ceil(p / 100 * float64(len(xs))))
+	return xs[min(max(k, 1), len(xs))-1], len(xs)
+}
+
+// TestEstimateFlashCrowd: in a flash crowd (the line forms at once and
+// nobody has been served from it yet), the wait announced on each
+// visitor's first waiting page is within 15 % of its actual wait at the
+// median and 40 % at the 90th percentile, over the visitors who waited two
+// refresh intervals or more.
+func TestEstimateFlashCrowd(t *testing.T) {
+	room := simRoom() // 2 s refresh
+	room.TotalActiveUsers, room.NewUsersPerMinute, room.SessionDuration = 100, 300, 10*time.Second
+	for seed := uint64(1); seed <= 3; seed++ {
+		res := runSim(t, simConfig{seed: seed, visitors: 500, arrivalSpan: 30 * time.Second, room: room, abandonFrac: 0.2,
+			browseMin: 2 * time.Second, browseMax: 8 * time.Second, horizon: 10 * time.Minute})
+		med, n := etaPercentile(res.etaPct, 0, 50)
+		p90, _ := etaPercentile(res.etaPct, 0, 90)
+		t.Logf("seed %d: %d visitors, error median %.1f %%, p90 %.1f %%, %d unknown", seed, n, med, p90, res.etaUnknown)
+		if n < 200 || res.etaUnknown > 0 {
+			t.Fatalf("seed %d: %d visitors with an estimate, %d without: the scenario tests little", seed, n, res.etaUnknown)
+		}
+		if med > 15 || p90 > 40 {
+			t.Errorf("seed %d: announced wait off by a median of %.1f %% and p90 %.1f %%, want at most 15 and 40", seed, med, p90)
+		}
+	}
+}
+
+// TestEstimateLearnsFromTheLine: visitors browse for minutes while a
+// session lasts 15 s, and a fifth of the line gives up, so the limits
+// alone promise waits far too short. The serving counter learns how fast
+// the line moves: visitors arriving once it has moved for a while are
+// told their wait within 15 % at the median and 40 % at the 90th
+// percentile; the limits' forecast alone is off by more than twice as
+// much.
+func TestEstimateLearnsFromTheLine(t *testing.T) {
+	room := simRoom() // 20 active, 60 a minute, 15 s sessions, 2 s refresh
+	cfg := simConfig{seed: 1, visitors: 450, arrivalSpan: 10 * time.Minute, room: room, abandonFrac: 0.2,
+		patienceMax: 10 * time.Minute, browseMin: 60 * time.Second, browseMax: 120 * time.Second, horizon: 45 * time.Minute}
+	learnt := runSim(t, cfg)
+	cfg.noServing = true
+	limits := runSim(t, cfg)
+	const after = 5 * time.Minute
+	med, n := etaPercentile(learnt.etaPct, after, 50)
+	p90, _ := etaPercentile(learnt.etaPct, after, 90)
+	medL, _ := etaPercentile(limits.etaPct, after, 50)
+	t.Logf("%d visitors after %v: serving counter median %.1f %%, p90 %.1f %%; limits alone median %.1f %%", n, after, med, p90, medL)
+	if n < 100 {
+		t.Fatalf("%d visitors: the scenario tests little", n)
+	}
+	if med > 15 || p90 > 40 {
+		t.Errorf("with the serving counter: median %.1f %%, p90 %.1f %%, want at most 15 and 40", med, p90)
+	}
+	if medL < 2*med {
+		t.Errorf("the limits alone are off by %.1f %%, not much worse than the serving counter's %.1f %%: the scenario does not show learning", medL, med)
+	}
 }
 
 // countedWaiting returns how many visitors other than self hold a waiting

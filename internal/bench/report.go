@@ -91,10 +91,12 @@ type Result struct {
 	WaitP50S float64 `json:"wait_p50_s"`
 	WaitP95S float64 `json:"wait_p95_s"`
 	WaitP99S float64 `json:"wait_p99_s"`
-	// ETAErrorMedianS and ETAErrorP90S are percentiles of |promised -
-	// actual|, where promised is the wait announced by an admitted
-	// visitor's first check-in with waitTimeKnown, and actual the time from
-	// that check-in's answer to admission.
+	// ETAErrorMedianS and ETAErrorP90S are percentiles of |announced -
+	// actual| over ETAVisitors: the admitted visitors who waited at least
+	// two refresh intervals, where announced is the wait (waitTimeSeconds)
+	// on the visitor's first waiting answer and actual the time from that
+	// answer to admission. A first answer that announced no wait
+	// (waitTimeKnown false) counts in ETAUnknown instead.
 	ETAErrorMedianS float64 `json:"eta_error_median_s"`
 	ETAErrorP90S    float64 `json:"eta_error_p90_s"`
 
@@ -104,10 +106,22 @@ type Result struct {
 
 	// WaitP90S is the 90th percentile of the waits, as WaitP50S.
 	WaitP90S float64 `json:"wait_p90_s"`
-	// ETAErrorMedianPct is ETAErrorMedianS as a percentage of the median
-	// of the same visitors' actual waits (from that check-in to admission);
-	// zero when no wait was announced.
+	// ETAErrorMedianPct and ETAErrorP90Pct are the median and 90th
+	// percentile of each of those visitors' error as a percentage of its
+	// own actual wait, 100 * |announced - actual| / actual; zero when no
+	// visitor counts.
 	ETAErrorMedianPct float64 `json:"eta_error_median_pct"`
+	ETAErrorP90Pct    float64 `json:"eta_error_p90_pct"`
+	// ETAVisitors counts the visitors the errors are over; ETAUnknown the
+	// admitted visitors who waited as long but whose first waiting answer
+	// announced no wait.
+	ETAVisitors int `json:"eta_visitors"`
+	ETAUnknown  int `json:"eta_unknown"`
+	// WaitRangeCoverage is, for a random room, the share of those visitors
+	// whose actual wait fell inside the range (25th to 75th percentile)
+	// announced on their first waiting answer; absent when none announced
+	// a range. An honest range covers about half.
+	WaitRangeCoverage *float64 `json:"wait_range_coverage,omitempty"`
 	// QueuePeak is the most visitors waiting at once, first reached
 	// QueuePeakAtS seconds after the timeline's start.
 	QueuePeak    int     `json:"queue_peak"`
@@ -139,7 +153,8 @@ const (
 func Report(tl *Timeline, lim Limits) Result {
 	ix := newIndex(tl, lim)
 	res := Result{Visitors: len(tl.Visitors)}
-	var waits, etaErrs, etaActual []time.Duration
+	var waits []time.Duration
+	var eta etaErrors
 	for i := range tl.Visitors {
 		v := &tl.Visitors[i]
 		res.Errors += len(v.Errors)
@@ -147,10 +162,7 @@ func Report(tl *Timeline, lim Limits) Result {
 		case !v.Admitted.IsZero():
 			res.Admitted++
 			waits = append(waits, v.Admitted.Sub(v.arrivalSent()))
-			if e, actual, ok := etaError(v); ok {
-				etaErrs = append(etaErrs, e)
-				etaActual = append(etaActual, actual)
-			}
+			eta.add(v, lim)
 			if !v.RequeuedAt.IsZero() && v.RequeuedAt.Before(sessionEnd(v, lim, false)) {
 				res.RequeuedWhileBrowsing++
 			}
@@ -179,12 +191,8 @@ func Report(tl *Timeline, lim Limits) Result {
 	res.WaitP50S = seconds(percentile(waits, 50))
 	res.WaitP95S = seconds(percentile(waits, 95))
 	res.WaitP99S = seconds(percentile(waits, 99))
-	res.ETAErrorMedianS = seconds(percentile(etaErrs, 50))
-	res.ETAErrorP90S = seconds(percentile(etaErrs, 90))
 	res.WaitP90S = seconds(percentile(waits, 90))
-	if m := percentile(etaActual, 50); m > 0 {
-		res.ETAErrorMedianPct = 100 * res.ETAErrorMedianS / m.Seconds()
-	}
+	eta.report(&res)
 	queue(ix, &res)
 	res.Warnings = warnings(tl, &res)
 	return res
@@ -349,17 +357,68 @@ func fifoInversions(tl *Timeline, ix *index) int {
 	return n
 }
 
-// etaError is |promised - actual| for v's first check-in with a known
-// wait, and the actual wait.
-func etaError(v *Visitor) (time.Duration, time.Duration, bool) {
-	for _, c := range v.CheckIns {
-		if c.ETAKnown {
-			actual := v.Admitted.Sub(c.At)
-			d := c.ETA - actual
-			return max(d, -d), actual, true
+// etaErrors collects the announced waits' errors (see Result).
+type etaErrors struct {
+	abs     []time.Duration
+	pct     []float64
+	unknown int
+	ranges  int // visitors whose first answer announced a range
+	inside  int // of those, whose actual wait fell inside it
+}
+
+// add counts admitted visitor v if it waited at least two refresh
+// intervals from its first waiting answer.
+func (e *etaErrors) add(v *Visitor, lim Limits) {
+	if len(v.CheckIns) == 0 {
+		return
+	}
+	c := v.CheckIns[0]
+	refresh := lim.RefreshInterval
+	if refresh <= 0 {
+		refresh = c.Refresh
+	}
+	actual := v.Admitted.Sub(c.At)
+	if actual <= 0 || actual < 2*refresh {
+		return
+	}
+	if !c.ETAKnown {
+		e.unknown++
+		return
+	}
+	d := c.ETA - actual
+	d = max(d, -d)
+	e.abs = append(e.abs, d)
+	e.pct = append(e.pct, 100*d.Seconds()/actual.Seconds())
+	if c.ETAHigh > 0 {
+		e.ranges++
+		if actual >= c.ETALow && actual <= c.ETAHigh {
+			e.inside++
 		}
 	}
-	return 0, 0, false
+}
+
+// report fills res's ETA fields.
+func (e *etaErrors) report(res *Result) {
+	res.ETAVisitors, res.ETAUnknown = len(e.abs), e.unknown
+	res.ETAErrorMedianS = seconds(percentile(e.abs, 50))
+	res.ETAErrorP90S = seconds(percentile(e.abs, 90))
+	res.ETAErrorMedianPct = percentileF(e.pct, 50)
+	res.ETAErrorP90Pct = percentileF(e.pct, 90)
+	if e.ranges > 0 {
+		c := float64(e.inside) / float64(e.ranges)
+		res.WaitRangeCoverage = &c
+	}
+}
+
+// percentileF is percentile for float64 values.
+func percentileF(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	k := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(k, 1), len(s))-1]
 }
 
 // percentile is the nearest-rank p-th percentile of ds (zero when empty):

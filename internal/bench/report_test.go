@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -201,21 +202,52 @@ func TestWaitPercentiles(t *testing.T) {
 }
 
 func TestETAError(t *testing.T) {
-	known := func(sec float64, minutes int) CheckIn {
-		return CheckIn{At: at(sec), ETAKnown: true, ETA: time.Duration(minutes) * time.Minute}
+	known := func(sec, eta float64) CheckIn {
+		return CheckIn{At: at(sec), ETAKnown: true, ETA: time.Duration(eta * float64(time.Second)), Refresh: 2 * time.Second}
 	}
+	unknown := func(sec float64) CheckIn { return CheckIn{At: at(sec), Refresh: 2 * time.Second} }
+	ranged := func(c CheckIn, low, high float64) CheckIn {
+		c.ETALow, c.ETAHigh = time.Duration(low*float64(time.Second)), time.Duration(high*float64(time.Second))
+		return c
+	}
+	lim := Limits{TotalActiveUsers: 10, SessionDuration: time.Minute, RefreshInterval: 2 * time.Second}
 	tl := &Timeline{Visitors: []Visitor{
-		// First known promise at 5: 2 min; admitted 60 s later: error 60 s.
-		{Arrival: at(0), CheckIns: []CheckIn{{At: at(0)}, known(5, 2), known(6, 0)}, Admitted: at(65)},
-		// Promised 1 min at 0, admitted at 90: error 30 s.
-		{Arrival: at(0), CheckIns: []CheckIn{known(0, 1)}, Admitted: at(90)},
-		// Never admitted, never a known promise: not counted.
+		// The first waiting answer counts, not a later one: announced 60 s
+		// at 5, admitted 40 s later: off by 20 s, 50 %.
+		{Arrival: at(5), CheckIns: []CheckIn{known(5, 60), known(6, 39)}, Admitted: at(45)},
+		// Announced 100 s at 0, admitted at 90: off by 10 s, 11.1 %.
+		{Arrival: at(0), CheckIns: []CheckIn{known(0, 100)}, Admitted: at(90)},
+		// Announced 10 s at 0, admitted at 20: off by 10 s, 50 %.
+		{Arrival: at(0), CheckIns: []CheckIn{known(0, 10)}, Admitted: at(20)},
+		// Waited less than two refresh intervals: not counted.
+		{Arrival: at(0), CheckIns: []CheckIn{known(0, 60)}, Admitted: at(3.9)},
+		// Never admitted: not counted.
 		{Arrival: at(0), CheckIns: []CheckIn{known(0, 1)}, Abandoned: at(200)},
-		{Arrival: at(0), CheckIns: checkIns(0), Admitted: at(300)},
+		// No wait announced on the first answer: counted apart.
+		{Arrival: at(0), CheckIns: []CheckIn{unknown(0), known(1, 10)}, Admitted: at(30)},
+		// Admitted at once: never waited.
+		{Arrival: at(0), Admitted: at(0)},
 	}}
-	res := Report(tl, Limits{TotalActiveUsers: 10, SessionDuration: time.Minute})
-	approx(t, "ETAErrorMedianS", res.ETAErrorMedianS, 30)
-	approx(t, "ETAErrorP90S", res.ETAErrorP90S, 60)
+	res := Report(tl, lim)
+	if res.ETAVisitors != 3 || res.ETAUnknown != 1 {
+		t.Fatalf("ETAVisitors %d, ETAUnknown %d, want 3 and 1", res.ETAVisitors, res.ETAUnknown)
+	}
+	approx(t, "ETAErrorMedianS", res.ETAErrorMedianS, 10)
+	approx(t, "ETAErrorP90S", res.ETAErrorP90S, 20)
+	approx(t, "ETAErrorMedianPct", res.ETAErrorMedianPct, 50)
+	approx(t, "ETAErrorP90Pct", res.ETAErrorP90Pct, 50)
+	if res.WaitRangeCoverage != nil {
+		t.Errorf("coverage %v without any range", *res.WaitRangeCoverage)
+	}
+
+	// A random room's ranges: 2 of the 3 actual waits fall inside.
+	tl.Visitors[0].CheckIns[0] = ranged(tl.Visitors[0].CheckIns[0], 30, 50)  // actual 40: in
+	tl.Visitors[1].CheckIns[0] = ranged(tl.Visitors[1].CheckIns[0], 90, 120) // actual 90: in (the ends count)
+	tl.Visitors[2].CheckIns[0] = ranged(tl.Visitors[2].CheckIns[0], 4, 10)   // actual 20: out
+	res = Report(tl, lim)
+	if c := res.WaitRangeCoverage; c == nil || math.Abs(*c-2.0/3) > 1e-9 {
+		t.Errorf("coverage %v, want 2/3", c)
+	}
 }
 
 func TestRequeuedWhileBrowsing(t *testing.T) {

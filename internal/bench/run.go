@@ -14,14 +14,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Config is one bench run.
 type Config struct {
 	// Target is the URL of a room path on usher, such as
-	// http://127.0.0.1:8080/sale. Every request goes there.
+	// http://127.0.0.1:8080/sale. Every request goes there, unless More
+	// is set.
 	Target string
+	// More are further URLs of the same room on other usher nodes: each
+	// request goes to the next of Target and More in turn, as a
+	// round-robin load balancer sends it. Cookies are kept by host, so
+	// the nodes must share one (such as 127.0.0.1 on different ports).
+	More []string
 	// Arrivals says when each visitor arrives.
 	Arrivals Arrivals
 	// Model says how visitors behave.
@@ -78,9 +85,11 @@ type Config struct {
 // ends; it then returns the timeline so far, with ctx's error in the last
 // case. Run fails before starting only on a bad Config.
 func Run(ctx context.Context, cfg Config) (*Timeline, error) {
-	u, err := url.Parse(cfg.Target)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("bench: target %q: want an http:// or https:// URL", cfg.Target)
+	for _, t := range append([]string{cfg.Target}, cfg.More...) {
+		u, err := url.Parse(t)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("bench: target %q: want an http:// or https:// URL", t)
+		}
 	}
 	if cfg.Arrivals.Len() == 0 {
 		return nil, errors.New("bench: no arrivals")
@@ -157,7 +166,8 @@ func report(f func(Progress), every time.Duration, progress func(done bool) Prog
 
 // runner is what the visitors of one run share.
 type runner struct {
-	target     string
+	targets    []string
+	turn       atomic.Uint64 // the next target's turn
 	model      VisitorModel
 	seed       uint64
 	timeout    time.Duration
@@ -171,7 +181,7 @@ type runner struct {
 
 func newRunner(cfg Config) *runner {
 	r := &runner{
-		target:     cfg.Target,
+		targets:    append([]string{cfg.Target}, cfg.More...),
 		model:      cfg.Model,
 		seed:       cfg.Seed,
 		timeout:    orDefault(cfg.Timeout, 30*time.Second),
@@ -243,15 +253,26 @@ type answer struct {
 	detail     string
 }
 
+// target returns the URL the next request goes to.
+func (r *runner) target() string {
+	if len(r.targets) == 1 {
+		return r.targets[0]
+	}
+	return r.targets[(r.turn.Add(1)-1)%uint64(len(r.targets))]
+}
+
 // waitingJSON is the part of usher's JSON waiting answer a visitor reads.
 type waitingJSON struct {
-	InWaitingRoom          bool  `json:"inWaitingRoom"`
-	WaitTimeKnown          bool  `json:"waitTimeKnown"`
-	WaitTime               int64 `json:"waitTime"`
-	RefreshIntervalSeconds int   `json:"refreshIntervalSeconds"`
-	Position               int64 `json:"position"`
-	PeopleAhead            int64 `json:"peopleAhead"`
-	IsEventPrequeueing     bool  `json:"isEventPrequeueing"`
+	InWaitingRoom          bool   `json:"inWaitingRoom"`
+	WaitTimeKnown          bool   `json:"waitTimeKnown"`
+	WaitTime               int64  `json:"waitTime"`
+	WaitTimeSeconds        *int64 `json:"waitTimeSeconds"`
+	WaitTimeLowSeconds     *int64 `json:"waitTimeLowSeconds"`
+	WaitTimeHighSeconds    *int64 `json:"waitTimeHighSeconds"`
+	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
+	Position               int64  `json:"position"`
+	PeopleAhead            int64  `json:"peopleAhead"`
+	IsEventPrequeueing     bool   `json:"isEventPrequeueing"`
 }
 
 // maxBody bounds what a visitor reads of an answer.
@@ -259,7 +280,7 @@ const maxBody = 1 << 20
 
 // get sends one request and reads what came back.
 func (vs *visitor) get(ctx context.Context) answer {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vs.run.target, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vs.run.target(), nil)
 	if err != nil {
 		return answer{errKind: ErrTransport, detail: err.Error(), recv: vs.run.now()}
 	}
@@ -332,6 +353,14 @@ func classify(a answer, h http.Header, body []byte) answer {
 		ETAKnown: w.WaitTimeKnown, ETA: time.Duration(w.WaitTime) * time.Minute,
 		Refresh:  time.Duration(w.RefreshIntervalSeconds) * time.Second,
 		Prequeue: w.IsEventPrequeueing,
+	}
+	// The wait in seconds where usher gives it (whole minutes otherwise).
+	if w.WaitTimeSeconds != nil {
+		a.checkIn.ETA = time.Duration(*w.WaitTimeSeconds) * time.Second
+	}
+	if w.WaitTimeKnown && w.WaitTimeLowSeconds != nil && w.WaitTimeHighSeconds != nil {
+		a.checkIn.ETALow = time.Duration(*w.WaitTimeLowSeconds) * time.Second
+		a.checkIn.ETAHigh = time.Duration(*w.WaitTimeHighSeconds) * time.Second
 	}
 	return a
 }

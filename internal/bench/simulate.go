@@ -420,7 +420,11 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		refresh := refreshSeconds(d.RefreshAfter, s.room.RefreshInterval)
 		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32))}
 		if d.WaitKnown {
-			c.eta = int32(min(waitMinutes(d.EstimatedWait), math.MaxInt32))
+			c.eta = int32(min(waitSeconds(d.EstimatedWait), math.MaxInt32))
+			if d.WaitHigh > 0 && s.room.QueueingMethod == usher.Random {
+				c.low = int32(min(waitSeconds(d.WaitLow), math.MaxInt32))
+				c.high = int32(min(waitSeconds(d.WaitHigh), math.MaxInt32))
+			}
 		}
 		s.rec.add(c)
 		return s.wait(v, now, time.Duration(refresh)*time.Second), nil
@@ -491,4 +495,11 @@ func refreshSeconds(after, fallback time.Duration) int {
 // d in whole minutes, rounded up; 0 when d is not positive.
 func waitMinutes(d time.Duration) int64 {
 	return int64(math.Ceil(max(d, 0).Minutes()))
+}
+
+// waitSeconds is internal/web.Seconds, which the gate writes as
+// waitTimeSeconds (and the range's ends): d in whole seconds, rounded up;
+// 0 when d is not positive.
+func waitSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(max(d, 0).Seconds()))
 }

@@ -11,8 +11,11 @@ type simCheckIn struct {
 	at       time.Duration // since the start
 	position int64
 	i        int32 // the visitor
-	eta      int32 // whole minutes; -1: unknown; simDone: see simRecorder
+	eta      int32 // whole seconds; -1: unknown; simDone: see simRecorder
 	refresh  int32 // whole seconds
+	// low and high are a random room's announced range, whole seconds
+	// (0: none).
+	low, high int32
 }
 
 // simDone in simCheckIn.eta says that the visitor stopped waiting.
@@ -128,7 +131,10 @@ func (r *simRecorder) build(i int32, cs []simCheckIn) {
 		t := r.start.Add(c.at)
 		out[k] = CheckIn{At: t, Sent: t, Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
 		if c.eta >= 0 {
-			out[k].ETAKnown, out[k].ETA = true, time.Duration(c.eta)*time.Minute
+			out[k].ETAKnown, out[k].ETA = true, time.Duration(c.eta)*time.Second
+			if c.high > 0 {
+				out[k].ETALow, out[k].ETAHigh = time.Duration(c.low)*time.Second, time.Duration(c.high)*time.Second
+			}
 		}
 	}
 	r.visitors[i].CheckIns = out

@@ -68,8 +68,16 @@ func WriteSummary(w io.Writer, res Result, lim Limits) {
 	if res.Admitted > 0 {
 		line("Wait: median %s, p90 %s, p99 %s.", Human(secs(res.WaitP50S)), Human(secs(res.WaitP90S)), Human(secs(res.WaitP99S)))
 	}
-	if res.ETAErrorMedianS > 0 || res.ETAErrorP90S > 0 {
-		line("Announced wait: off by a median of %s (%.0f %%), p90 %s.", Human(secs(res.ETAErrorMedianS)), res.ETAErrorMedianPct, Human(secs(res.ETAErrorP90S)))
+	if res.ETAVisitors > 0 {
+		a := fmt.Sprintf("Announced wait, first waiting answer (%s who waited two refreshes or more): off by a median of %s (%.0f %%), p90 %s (%.0f %%)",
+			plural(res.ETAVisitors, "visitor", "visitors"), Human(secs(res.ETAErrorMedianS)), res.ETAErrorMedianPct, Human(secs(res.ETAErrorP90S)), res.ETAErrorP90Pct)
+		if res.ETAUnknown > 0 {
+			a += fmt.Sprintf("; %s announced no wait", count(res.ETAUnknown))
+		}
+		if c := res.WaitRangeCoverage; c != nil {
+			a += fmt.Sprintf("; %.0f %% of the waits fell in the announced range", 100**c)
+		}
+		line("%s.", a)
 	}
 	if res.FIFOInversions > 0 || res.RequeuedWhileBrowsing > 0 {
 		line("Order: %s FIFO inversions, %s visitors sent back to the line while their session held.", count(res.FIFOInversions), count(res.RequeuedWhileBrowsing))

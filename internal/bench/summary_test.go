@@ -57,7 +57,9 @@ func TestReportQueueAndBound(t *testing.T) {
 	approx(t, "QueueDrainedS", res.QueueDrainedS, 20)
 	approx(t, "WaitP90S", res.WaitP90S, 18)
 	approx(t, "ETAErrorMedianS", res.ETAErrorMedianS, 42)
-	approx(t, "ETAErrorMedianPct", res.ETAErrorMedianPct, 100*42.0/9)
+	// Per visitor: w1 off by 51 s of 9 s, w2 by 42 s of 18 s.
+	approx(t, "ETAErrorMedianPct", res.ETAErrorMedianPct, 100*42.0/18)
+	approx(t, "ETAErrorP90Pct", res.ETAErrorP90Pct, 100*51.0/9)
 
 	// With two places and one admission a minute, the rate holds the line.
 	lim.TotalActiveUsers, lim.NewUsersPerMinute = 2, 1
@@ -124,7 +126,7 @@ func TestWriteSummary(t *testing.T) {
 The room was bound by concurrency: at most 1 active of 1, at most 3 admitted in 60 s of 100 (the limits held).
 Queue: peaked at 2 waiting at 0:02, drained at 0:20; 100.0 % of the room in use while it lasted.
 Wait: median 9s, p90 18s, p99 18s.
-Announced wait: off by a median of 42s (467 %), p90 51s.
+Announced wait, first waiting answer (2 visitors who waited two refreshes or more): off by a median of 42s (233 %), p90 51s (567 %).
 `
 	if buf.String() != want {
 		t.Errorf("summary:\n%s\nwant:\n%s", buf.String(), want)

@@ -76,9 +76,14 @@ type CheckIn struct {
 	// Position and Ahead are the answer's position and peopleAhead.
 	Position int64 `json:"position"`
 	Ahead    int64 `json:"ahead"`
-	// ETAKnown and ETA are waitTimeKnown and waitTime (whole minutes).
+	// ETAKnown and ETA are waitTimeKnown and waitTimeSeconds (waitTime,
+	// whole minutes, from a usher that gives no seconds).
 	ETAKnown bool          `json:"eta_known"`
 	ETA      time.Duration `json:"eta"`
+	// ETALow and ETAHigh are the announced range of a random room
+	// (waitTimeLowSeconds, waitTimeHighSeconds); zero without one.
+	ETALow  time.Duration `json:"eta_low,omitempty"`
+	ETAHigh time.Duration `json:"eta_high,omitempty"`
 	// Refresh is refreshIntervalSeconds.
 	Refresh time.Duration `json:"refresh"`
 	// Prequeue is isEventPrequeueing: the visitor waits for an event that

@@ -22,8 +22,9 @@ import (
 // timeUntilEventStartSeconds count down to its start; both are 0 otherwise.
 // eventName is there only when the pre-queue's event has a name. With the
 // random method and a known wait, waitTimeLow and waitTimeHigh are the 25th
-// and 75th percentiles of the wait in whole minutes; they are left out
-// otherwise.
+// and 75th percentiles of the wait in whole minutes, and
+// waitTimeLowSeconds and waitTimeHighSeconds the same in whole seconds;
+// they are left out otherwise.
 type waitingRoomJSON struct {
 	InWaitingRoom              bool   `json:"inWaitingRoom"`
 	WaitTimeKnown              bool   `json:"waitTimeKnown"`
@@ -31,6 +32,8 @@ type waitingRoomJSON struct {
 	WaitTimeSeconds            int64  `json:"waitTimeSeconds"`
 	WaitTimeLow                *int64 `json:"waitTimeLow,omitempty"`
 	WaitTimeHigh               *int64 `json:"waitTimeHigh,omitempty"`
+	WaitTimeLowSeconds         *int64 `json:"waitTimeLowSeconds,omitempty"`
+	WaitTimeHighSeconds        *int64 `json:"waitTimeHighSeconds,omitempty"`
 	WaitTimeFormatted          string `json:"waitTimeFormatted"`
 	QueueIsFull                bool   `json:"queueIsFull"`
 	QueueAll                   bool   `json:"queueAll"`
@@ -67,6 +70,8 @@ func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
 	if pd.HasRange() {
 		low, high := pd.WaitLow, pd.WaitHigh
 		j.WaitTimeLow, j.WaitTimeHigh = &low, &high
+		lowS, highS := pd.WaitLowSeconds, pd.WaitHighSeconds
+		j.WaitTimeLowSeconds, j.WaitTimeHighSeconds = &lowS, &highS
 	}
 	if pd.Prequeue {
 		j.IsEventPrequeueing = true

@@ -47,6 +47,10 @@ type PageData struct {
 	// "between WaitLow and WaitHigh minutes" when WaitHigh > 0 and the wait
 	// is known. Zero: no range, the page says "about WaitMinutes".
 	WaitLow, WaitHigh int64
+	// WaitLowSeconds and WaitHighSeconds are the same percentiles in whole
+	// seconds, rounded up (waitTimeLowSeconds and waitTimeHighSeconds in
+	// JSON); zero with no range.
+	WaitLowSeconds, WaitHighSeconds int64
 	// RefreshSeconds is when the page checks in again, in whole seconds
 	// (rounded up, at least 1): the meta refresh and the countdown.
 	RefreshSeconds int
@@ -138,6 +142,7 @@ func NewPageData(room *usher.Room, d usher.Decision, now time.Time) PageData {
 		pd.WaitSeconds = Seconds(d.EstimatedWait)
 		if d.WaitHigh > 0 {
 			pd.WaitLow, pd.WaitHigh = Minutes(d.WaitLow), Minutes(d.WaitHigh)
+			pd.WaitLowSeconds, pd.WaitHighSeconds = Seconds(d.WaitLow), Seconds(d.WaitHigh)
 		}
 	}
 	if d.Phase == usher.Prequeue && d.Event != nil {
