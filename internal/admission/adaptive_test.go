@@ -105,8 +105,9 @@ func TestIntervalNeverOutrunsTheTurn(t *testing.T) {
 }
 
 // TestAdaptiveDecisions follows one waiter far back in a line that does
-// not move and one at its front: the far one is told max_refresh_interval
-// from its first check-in on (its newcomer's answer is refresh_interval),
+// not move and one at its front: the far one is told twice its newcomer's
+// interval (refresh_interval) at its first check-in, not the
+// max_refresh_interval its place alone would allow,
 // the ticket's NextCheckIn and its cell agree with the answer, an early
 // check-in counts nothing, and once the waiters ahead have left it is told
 // to come back at refresh_interval. A random room keeps refresh_interval.
@@ -144,19 +145,26 @@ func TestAdaptiveDecisions(t *testing.T) {
 				}
 				return
 			}
-			if d.Position != 100 || d.RefreshAfter < short-MaxJitter(short)-time.Second || d.RefreshAfter > short+MaxJitter(short)+time.Second {
-				t.Fatalf("far waiter's check-in: position %d, told %v, want about %v", d.Position, d.RefreshAfter, short)
+			// Its place would allow max_refresh_interval; intervals grow by
+			// doubling (the 99 ahead may never check in again).
+			grownTo := 2 * tk.NextCheckIn.Sub(tk.CountedAt)
+			if grownTo >= short {
+				t.Fatalf("test setup: twice the newcomer's interval, %v, reaches max_refresh_interval", grownTo)
+			}
+			if d.Position != 100 || d.RefreshAfter < grownTo-MaxJitter(grownTo)-time.Second || d.RefreshAfter > grownTo+MaxJitter(grownTo)+time.Second {
+				t.Fatalf("far waiter's check-in: position %d, told %v, want about %v (twice its last interval)", d.Position, d.RefreshAfter, grownTo)
 			}
 			tk = d.Ticket
 			if got := tk.NextCheckIn.Sub(now); got != d.RefreshAfter {
 				t.Fatalf("ticket says %v, answer %v", got, d.RefreshAfter)
 			}
-			if want := usher.CeilSecond(tk.NextCheckIn.Add(Grace(MaxInterval(s)))).Unix(); tk.Cell != want {
+			if want := usher.CeilSecond(tk.NextCheckIn.Add(Grace(grownTo))).Unix(); tk.Cell != want {
 				t.Fatalf("cell %d, want %d (the interval's check-in plus its grace)", tk.Cell, want)
 			}
-			// A check-in a minute early counts nothing.
-			early := decide(t, e, &room, &tk, now.Add(time.Minute))
-			if !early.Replay || early.TicketChanged || early.RefreshAfter > tk.NextCheckIn.Sub(now.Add(time.Minute))+time.Second {
+			// A check-in half its interval early counts nothing.
+			at := now.Add(d.RefreshAfter / 2)
+			early := decide(t, e, &room, &tk, at)
+			if !early.Replay || early.TicketChanged || early.RefreshAfter > tk.NextCheckIn.Sub(at)+time.Second {
 				t.Fatalf("early check-in: replay %v, changed %v, told %v", early.Replay, early.TicketChanged, early.RefreshAfter)
 			}
 			// The front waiter checks in at refresh_interval.
@@ -172,5 +180,34 @@ func TestAdaptiveDecisions(t *testing.T) {
 				t.Fatalf("after the line ahead left: position %d, told %v, want refresh_interval", d.Position, d.RefreshAfter)
 			}
 		})
+	}
+}
+
+// TestIntervalsGrowByDoubling: a waiter's interval is at most twice the
+// one its ticket was last given, never below refresh_interval, and reaches
+// what its place allows after a few check-ins.
+func TestIntervalsGrowByDoubling(t *testing.T) {
+	s := usher.Settings{RefreshInterval: 2 * time.Second, MaxRefreshInterval: 2 * time.Minute}
+	last := s.RefreshInterval
+	var steps []time.Duration
+	for range 10 {
+		tk := usher.Ticket{CountedAt: t0, NextCheckIn: t0.Add(last)}
+		iv := grown(MaxInterval(&s), &tk, &s)
+		if iv > 2*last || iv < s.RefreshInterval {
+			t.Fatalf("after %v: %v", last, iv)
+		}
+		steps = append(steps, iv)
+		last = iv
+	}
+	if last != MaxInterval(&s) {
+		t.Fatalf("intervals %v never reached max_refresh_interval", steps)
+	}
+	if len(steps) < 6 || steps[5] != MaxInterval(&s) || steps[4] == MaxInterval(&s) {
+		t.Fatalf("intervals %v: want 4s, 8s, ... reaching 2m at the sixth check-in", steps)
+	}
+	// A ticket from before adaptive check-ins (or with no next check-in)
+	// starts from refresh_interval.
+	if iv := grown(time.Minute, &usher.Ticket{}, &s); iv != s.RefreshInterval {
+		t.Fatalf("no last interval: %v", iv)
 	}
 }

@@ -215,7 +215,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// refresh_interval.
 	iv := s.RefreshInterval
 	if !fresh && adaptive(s) {
-		iv = interval(aheadAtLeast(&tk, s, now), s, &sched, now)
+		iv = grown(interval(aheadAtLeast(&tk, s, now), s, &sched, now), &tk, s)
 	}
 	refresh := checkInAfter(iv, scaledJitter(tk.Jitter, iv, s.RefreshInterval))
 	next := now.Add(refresh)

@@ -96,3 +96,18 @@ func scaledJitter(jitter, iv, refresh time.Duration) time.Duration {
 	}
 	return time.Duration(float64(jitter) * float64(iv) / float64(refresh))
 }
+
+// grown bounds a waiter's next interval iv by twice the interval its
+// ticket was last given (never below refresh_interval): intervals grow
+// over several check-ins rather than at once. A position can be inflated
+// by waiters that will never check in (a flood of visits without cookies
+// holds places until their first check-in is overdue, a refresh interval
+// and a grace); a waiter told a long interval on such a position would sit
+// out the room's free places. Growing by doubling, it comes back within
+// twice its last interval and sees the line as it is, while a waiter far
+// back in a real line still reaches max_refresh_interval after a few
+// check-ins.
+func grown(iv time.Duration, tk *usher.Ticket, s *usher.Settings) time.Duration {
+	last := tk.NextCheckIn.Sub(tk.CountedAt)
+	return min(iv, max(s.RefreshInterval, 2*last))
+}

@@ -169,7 +169,7 @@ func (r *room) expireRecords(now int64) {
 
 // remember records what the store counted last for visitor v.
 func (r *room) remember(v [8]byte, rc record, now int64) {
-	old, had := r.records.get(v)
+	old, had := r.lookup(v, now)
 	if had {
 		rc.keep = max(rc.keep, old.keep)
 	}
@@ -254,7 +254,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	now := op.Now.Unix()
 	r.expire(now)
 	from := atMilli(op.From.At)
-	rc, known := r.records.get(op.Visitor)
+	rc, known := r.lookup(op.Visitor, now)
 	if known && (from < rc.at || rc.admitted) {
 		// A ticket older than the one counted last, or any waiting ticket
 		// of a visitor the store admitted: a replay.
@@ -332,7 +332,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.remember(op.Visitor, record{at: counted, cell: cell, keep: op.Keep}, now)
 		}
 	}
-	if rc, ok := r.records.get(op.Visitor); ok {
+	if rc, ok := r.lookup(op.Visitor, now); ok {
 		res.Record = rc.public()
 	}
 	if res.OverClient && !op.Client.Refuse {
@@ -347,7 +347,7 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	now := op.Now.Unix()
 	r.expire(now)
 	from := atMilli(op.From.At)
-	rc, known := r.records.get(op.Visitor)
+	rc, known := r.lookup(op.Visitor, now)
 	if op.End {
 		if known && rc.admitted && rc.cell > now {
 			r.addActive(rc.cell, -1)
@@ -421,4 +421,15 @@ func atMilli(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// lookup returns visitor v's record unless its keep has come: expiry
+// forgets records in parts, up to recordShards seconds late, and a record
+// past its keep must read as forgotten at once, as on Redis.
+func (r *room) lookup(v [8]byte, now int64) (record, bool) {
+	rc, ok := r.records.get(v)
+	if !ok || rc.keep <= now {
+		return record{}, false
+	}
+	return rc, true
 }
