@@ -172,6 +172,26 @@ func TestRoomDiffs(t *testing.T) {
 	}
 }
 
+// TestRoomDiffsWebhooks: a reload that changes a room's webhooks says so,
+// without their secrets or URLs' paths.
+func TestRoomDiffsWebhooks(t *testing.T) {
+	from := mustParseConfig(t, hookConfig)
+	to := mustParseConfig(t, strings.Replace(hookConfig, "secret: webhook-secret-0123456789\n",
+		"secret: webhook-secret-9876543210\n        events: [queueing.*]\n", 1))
+	diffs := RoomDiffs(from, to)
+	if len(diffs) != 1 || diffs[0].Room != "sale" || len(diffs[0].After) != 1 {
+		t.Fatalf("diffs %+v, want sale's webhooks", diffs)
+	}
+	if b, a := compactJSON(diffs[0].Before["webhooks"]), compactJSON(diffs[0].After["webhooks"]); b != `[{"name":"ops","secret":"(set)","url":"https://hooks.example/…"}]` ||
+		a != `[{"events":["queueing.*"],"name":"ops","secret":"(set)","url":"https://hooks.example/…"}]` {
+		t.Errorf("webhooks before %s, after %s", b, a)
+	}
+	noSecrets(t, "the diff", compactJSON(diffs))
+	for _, c := range roomChanges(from, to) {
+		noSecrets(t, "the log of the change", c.text)
+	}
+}
+
 // TestWebhooksEndpoint: GET /api/v1/webhooks lists the webhooks with
 // their counts, never a secret or a URL's path.
 func TestWebhooksEndpoint(t *testing.T) {
