@@ -121,7 +121,7 @@ func patchable(ref, id, key string) *apiError {
 }
 
 // keepSecrets returns a PATCH's webhooks list with, for each webhook that
-// does not send its secret (or sends "(set)", as GET shows it) but keeps
+// does not send its secret (or sends null or "(set)", as GET shows it) but keeps
 // the name and URL of one in force, that one's secret; each webhook is
 // written again with its fields in order. secret_file is refused: a path
 // on each node means nothing here. Values of the wrong form are left for
@@ -141,7 +141,7 @@ func keepSecrets(ref string, raw json.RawMessage, prev []config.Webhook) (json.R
 			return nil, invalid(at+".secret_file", "%s: %s.secret_file: cannot be set through the API (a path on each node): send the secret itself in secret, or set secret_file in the config file", ref, at)
 		}
 		var secret, name, url string
-		if s, ok := o.fields["secret"]; ok && (json.Unmarshal(s, &secret) != nil || secret != config.SecretShown) {
+		if s, ok := o.fields["secret"]; ok && !isNull(s) && (json.Unmarshal(s, &secret) != nil || secret != config.SecretShown) {
 			continue
 		}
 		delete(o.fields, "secret")

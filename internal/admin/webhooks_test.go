@@ -118,6 +118,7 @@ func TestWebhooksNeverShown(t *testing.T) {
 	for i, hooks := range []string{
 		`[{"name":"ops2","url":"` + hookURL + `","events":["queueing.*","room.*"]}]`,
 		`[{"name":"ops2","url":"` + hookURL + `","secret":"(set)","events":["room.*"]}]`,
+		`[{"name":"ops2","url":"` + hookURL + `","secret":null}]`,
 	} {
 		rec := set(etag, hooks)
 		if rec.Code != http.StatusOK {
