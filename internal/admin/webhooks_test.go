@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/notify"
@@ -20,7 +21,7 @@ var hookConfig = strings.Replace(apiConfig, "    total_active_users: 200\n", `  
 
 // Secrets and URL parts of hookConfig and of the webhooks set at runtime
 // that no answer of the API may show.
-var hookSecrets = []string{"webhook-secret", "PATH-TOKEN", "runtime-secret", "RUNTIME-PATH", "QUERY-TOKEN", "other-secret"}
+var hookSecrets = []string{"webhook-secret", "PATH-TOKEN", "runtime-secret", "RUNTIME-PATH", "rotated", "QUERY-TOKEN", "other-secret"}
 
 // noSecrets fails when body shows one of hookSecrets.
 func noSecrets(t *testing.T, what, body string) {
@@ -129,6 +130,20 @@ func TestWebhooksNeverShown(t *testing.T) {
 			t.Fatalf("applied webhooks %+v, want the secret kept", h)
 		}
 	}
+	// A new secret alone is a change: a new ETag, though nothing shown
+	// differs.
+	a.h.now = func() time.Time { return testNow.Add(time.Minute) }
+	rec = set(etag, `[{"name":"ops2","url":"`+hookURL+`","secret":"runtime-secret-rotated"}]`)
+	if rec.Code != http.StatusOK || rec.Header().Get("ETag") == etag {
+		t.Fatalf("PATCH a new secret: %d, ETag %s (was %s)", rec.Code, rec.Header().Get("ETag"), etag)
+	}
+	if h := a.appliedHooks(t); len(h) != 1 || h[0].SecretValue() != "runtime-secret-rotated" {
+		t.Fatalf("applied webhooks %+v, want the new secret", h)
+	}
+	if rec := set(etag, `[{"name":"ops2","url":"`+hookURL+`"}]`); rec.Code != http.StatusPreconditionFailed {
+		t.Errorf("PATCH with the ETag from before the new secret: %d %s, want 412", rec.Code, rec.Body)
+	}
+	etag = rec.Header().Get("ETag")
 	// Another URL: the secret is not kept.
 	if rec := set(etag, `[{"name":"ops2","url":"https://elsewhere.example/"}]`); rec.Code != http.StatusUnprocessableEntity || apiErr(t, rec).Field != "webhooks[0].secret" {
 		t.Errorf("PATCH to another URL without a secret: %d %s", rec.Code, rec.Body)
