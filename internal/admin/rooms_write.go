@@ -121,11 +121,11 @@ func patchable(ref, id, key string) *apiError {
 }
 
 // keepSecrets returns a PATCH's webhooks list with, for each webhook that
-// does not send its secret (or sends null or "(set)", as GET shows it) but keeps
-// the name and URL of one in force, that one's secret; each webhook is
-// written again with its fields in order. secret_file is refused: a path
-// on each node means nothing here. Values of the wrong form are left for
-// the config's checks to name.
+// does not send its secret (or sends null or "(set)", as GET shows it)
+// but has the name and URL of one in force, that one's secret; such a
+// webhook is written again with its fields sorted. secret_file is
+// refused: a path on each node means nothing here. Values of the wrong
+// form are left for the config's checks to name.
 func keepSecrets(ref string, raw json.RawMessage, prev []config.Webhook) (json.RawMessage, *apiError) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
