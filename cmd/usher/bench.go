@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,6 +60,8 @@ type benchFlags struct {
 	bound      time.Duration
 	maxWaiters int
 	maxRefresh time.Duration
+	stepsFlag  string
+	steps      []int
 
 	// arr and model are flash-crowd's arrivals and visitors, parsed.
 	arr   bench.Arrivals
@@ -100,7 +103,7 @@ var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
-	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh"},
+	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps"},
 }
 
 // The bounds a room's config puts on its settings (internal/config), which
@@ -142,6 +145,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
+	fs.StringVar(&f.stepsFlag, "steps", "", "standing-room: the numbers of waiters to try, comma-separated and rising (default 1000,10000,100000,250000,500000,1000000 up to --max-waiters)")
 	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -250,6 +254,28 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.maxWaiters < 1000 {
 			problem("max-waiters", "%d: at least 1000, the first step", f.maxWaiters)
+		}
+		f.steps = nil
+		for _, n := range standingSteps {
+			if n <= f.maxWaiters {
+				f.steps = append(f.steps, n)
+			}
+		}
+		if set["steps"] {
+			f.steps = nil
+			for _, part := range strings.Split(f.stepsFlag, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(part))
+				switch {
+				case err != nil || n < 1:
+					problem("steps", "%q is not a number of waiters", part)
+				case len(f.steps) > 0 && n <= f.steps[len(f.steps)-1]:
+					problem("steps", "%d after %d: the steps must rise", n, f.steps[len(f.steps)-1])
+				case n > 10_000_000:
+					problem("steps", "%d: at most 10,000,000", n)
+				default:
+					f.steps = append(f.steps, n)
+				}
+			}
 		}
 		if !set["max-refresh"] {
 			f.maxRefresh = max(f.maxRefresh, f.refresh) // the room's default

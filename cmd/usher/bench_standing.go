@@ -142,13 +142,10 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	}
 	res := &StandingResult{Scenario: "standing-room", RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
 		BoundMs: float64(f.bound) / float64(time.Millisecond)}
-	last := 0
-	for _, n := range standingSteps {
-		if n <= f.maxWaiters {
-			last = n
-		}
+	if len(f.steps) == 0 {
+		return res, nil
 	}
-	c, err := newCrowd(ctx, client, base, last, f.maxRefresh)
+	c, err := newCrowd(ctx, client, base, f.steps[len(f.steps)-1], f.maxRefresh)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +153,7 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	within := true
 	line := m.progress("usher bench: ")
 	defer line.Done()
-	for _, n := range standingSteps {
-		if n > f.maxWaiters {
-			break
-		}
+	for _, n := range f.steps {
 		line.Update(fmt.Sprintf("%s waiters (p99 within the bound up to %s)", bench.Count(n), bench.Count(res.MaxWaiters)))
 		if err := c.join(n - c.joined()); err != nil {
 			return nil, err

@@ -49,6 +49,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bound", []string{"--self", "--scenario", "standing-room", "--bound", "0s"}, "--bound: 0s: must be above zero"},
 		{"max-waiters", []string{"--self", "--scenario", "standing-room", "--max-waiters", "10"}, "--max-waiters: 10: at least 1000"},
 		{"max-refresh below refresh", []string{"--self", "--scenario", "standing-room", "--refresh", "30s", "--max-refresh", "20s"}, "--max-refresh: 20s: a room's max_refresh_interval is from its refresh_interval (30s) to 5m0s"},
+		{"steps not rising", []string{"--self", "--scenario", "standing-room", "--steps", "1000,500"}, "--steps: 500 after 1000: the steps must rise"},
+		{"steps not a number", []string{"--self", "--scenario", "standing-room", "--steps", "1000,x"}, "--steps: \"x\" is not a number of waiters"},
 		{"max-refresh with flash-crowd", []string{"--self", "--max-refresh", "1m"}, "--max-refresh: --scenario flash-crowd does not use it"},
 		{"rounds with standing-room", []string{"--self", "--scenario", "standing-room", "--rounds", "2"}, "--rounds: --scenario standing-room does not use it"},
 		{"not a number", []string{"--self", "--total", "many"}, `invalid value "many" for flag -total`},

@@ -95,6 +95,17 @@ func TestIntervalNeverOutrunsTheTurn(t *testing.T) {
 						t.Fatalf("tau %d nupm %d sd %v ahead %d: interval %v, yet %d could be admitted within %v", tau, nupm, sd, ahead, iv, maxAdmissions(2*iv-time.Millisecond, &s), 2*iv)
 					}
 				}
+				// Before an event's start nobody goes in: a waiter with
+				// anyone ahead may wait up to half the time to the start
+				// longer, and the front one still checks in at
+				// refresh_interval.
+				pre := usher.Schedule{Settings: s, Phase: usher.Prequeue, Event: &usher.Event{Start: now.Add(time.Hour)}}
+				if iv := interval(1, &s, &pre, now); iv != s.MaxRefreshInterval {
+					t.Fatalf("pre-queue an hour before the start: interval %v, want %v", iv, s.MaxRefreshInterval)
+				}
+				if iv := interval(0, &s, &pre, now); iv != s.RefreshInterval {
+					t.Fatalf("pre-queue, first in line: interval %v, want refresh_interval", iv)
+				}
 				s.QueueingMethod = usher.Random
 				if iv := interval(1e6, &s, &sched, now); iv != s.RefreshInterval {
 					t.Fatalf("random room: interval %v, want refresh_interval", iv)

@@ -153,6 +153,7 @@ type table struct {
 	keys []uint64
 	vals []packed
 	n    int
+	free func() // releases keys and vals (see newSlots)
 }
 
 // home is k's first slot: its mixed bits scaled to the table's size.
@@ -204,14 +205,17 @@ func (t *table) put(k uint64, p packed) {
 }
 
 func (t *table) grow() {
-	old, oldv := t.keys, t.vals
+	old, oldv, free := t.keys, t.vals, t.free
 	size := max(16, len(old)+len(old)/4)
-	t.keys, t.vals = make([]uint64, size), make([]packed, size)
+	t.keys, t.vals, t.free = newSlots(size)
 	for j, k := range old {
 		if k != 0 {
 			i, _ := t.find(k)
 			t.keys[i], t.vals[i] = k, oldv[j]
 		}
+	}
+	if free != nil {
+		free()
 	}
 }
 
