@@ -66,7 +66,11 @@ func (m *Main) checkOverrides(ctx context.Context, cfg *config.Config, addr, tok
 		for _, name := range slices.Sorted(maps.Keys(fields)) {
 			o := fields[name]
 			fmt.Fprintf(w, "    %s = %s (file: %s), since %s by %s\n", name, summary(o.Value), summary(o.File), o.At.Format(time.RFC3339), o.By)
-			raw, err := json.Marshal(o.Value)
+			v := o.Value
+			if name == "webhooks" {
+				v = withPlaceholderSecrets(v)
+			}
+			raw, err := json.Marshal(v)
 			if err != nil {
 				return err
 			}
@@ -88,6 +92,26 @@ func (m *Main) checkOverrides(ctx context.Context, cfg *config.Config, addr, tok
 		return errors.New("the runtime overrides do not fit this file")
 	}
 	return nil
+}
+
+// withPlaceholderSecrets returns a list of webhooks as the API shows it
+// (secrets as "(set)", never sent) with a placeholder for each secret, so
+// that the rest of each webhook can be checked against the file.
+func withPlaceholderSecrets(v any) any {
+	list, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, 0, len(list))
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok && m["secret"] == config.SecretShown {
+			m = maps.Clone(m)
+			m["secret"] = "placeholder-of-a-secret-not-shown"
+			e = m
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // summary shows a value, a list by its length.

@@ -307,3 +307,97 @@ func BenchmarkDeciderRatio(b *testing.B) {
 	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(median(engineNs), "engine-ns/op")
 }
+
+// TestWebhookSetAtRuntime runs serve in-process without webhooks and adds
+// one through the CLI (usher room set ROOM webhooks=JSON, the admin API's
+// PATCH): a real receiver gets events signed with its secret; events
+// changed without sending the secret again keep it; usher room get, the
+// audit log and usher check --admin never show the secret or the URL's
+// path; unset drops it.
+func TestWebhookSetAtRuntime(t *testing.T) {
+	rc := newReceiver(t, 0)
+	dir := t.TempDir()
+	path := writeConfig(t, fmt.Sprintf(adminServeConfig, filepath.Join(dir, "data"), httpServer(t)))
+	_, adm, stop := startMain(t, "serve", "--config", path)
+	defer stop()
+	hookURL := rc.srv.URL + "/hook/PATH-TOKEN"
+	noSecret := func(what, out string) {
+		t.Helper()
+		for _, s := range []string{webhookE2ESecret, "PATH-TOKEN"} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s shows %q:\n%s", what, s, out)
+			}
+		}
+	}
+
+	out := mustCLI(t, adm, "room", "set", "sale", `webhooks=[{"name":"ops","url":"`+hookURL+`","secret":"`+webhookE2ESecret+`","events":["room.settings_changed"]}]`)
+	noSecret("room set", out)
+	if !strings.Contains(out, `"secret":"(set)"`) {
+		t.Errorf("room set:\n%s", out)
+	}
+	mustCLI(t, adm, "room", "queue-all", "sale", "on")
+	got := rc.wait(t, 10*time.Second, "room.settings_changed of queue-all", func(ds []delivery) bool {
+		for _, d := range ofType(ds, notify.SettingsChanged) {
+			if after, _ := d.raw["data"].(map[string]any)["after"].(map[string]any); after["queue_all"] == true {
+				return true
+			}
+		}
+		return false
+	})
+	for _, d := range got {
+		if d.sigErr != nil || !strings.HasPrefix(d.header.Get("User-Agent"), "usher-webhook/") {
+			t.Errorf("%s: signature %v, User-Agent %q", d.event.Type, d.sigErr, d.header.Get("User-Agent"))
+		}
+	}
+
+	// Events changed without the secret: it is kept (the receiver checks
+	// each signature against it).
+	mustCLI(t, adm, "room", "set", "sale", `webhooks=[{"name":"ops","url":"`+hookURL+`","events":["room.settings_changed","queueing.*"]}]`)
+	n := len(got)
+	mustCLI(t, adm, "room", "queue-all", "sale", "off")
+	got = rc.wait(t, 10*time.Second, "room.settings_changed of queue-all off", func(ds []delivery) bool {
+		for _, d := range ofType(ds, notify.SettingsChanged) {
+			if after, _ := d.raw["data"].(map[string]any)["after"].(map[string]any); after["queue_all"] == false {
+				return true
+			}
+		}
+		return false
+	})
+	for _, d := range got[n:] {
+		if d.sigErr != nil {
+			t.Errorf("after the events changed, %s: %v", d.event.Type, d.sigErr)
+		}
+	}
+
+	// A secret_file is refused, naming the field; nothing changes.
+	code, _, errs := cli(t, adm, "write-secret", "room", "set", "sale", `webhooks=[{"name":"ops","url":"`+hookURL+`","secret_file":"/etc/usher/hook"}]`)
+	if code != 1 || !strings.Contains(errs, "webhooks[0].secret_file: cannot be set through the API") {
+		t.Errorf("secret_file: exit %d, %s", code, errs)
+	}
+
+	out = mustCLI(t, adm, "room", "get", "sale")
+	noSecret("room get", out)
+	if !strings.Contains(out, "webhooks") || !strings.Contains(out, `"secret":"(set)"`) || !strings.Contains(out, `"url":"http://127.0.0.1:`) {
+		t.Errorf("room get:\n%s", out)
+	}
+	noSecret("room get --json", mustCLI(t, adm, "room", "get", "sale", "--json"))
+	noSecret("audit", mustCLI(t, adm, "audit", "--room", "sale", "--json"))
+	code, out, errs = runMain(t, "check", "--config", path, "--admin", adm, "--token", "read-secret")
+	noSecret("check --admin", out+errs)
+	if code != 0 || !strings.Contains(out, "webhooks = 1 item (file: 0 items)") {
+		t.Errorf("check --admin: exit %d\n%s%s", code, out, errs)
+	}
+
+	// Unset: the file's webhooks (none) again; nothing more is sent.
+	mustCLI(t, adm, "room", "unset", "sale", "webhooks")
+	rc.mu.Lock()
+	n = len(rc.got)
+	rc.mu.Unlock()
+	mustCLI(t, adm, "room", "queue-all", "sale", "on")
+	time.Sleep(time.Second)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != n {
+		t.Errorf("the receiver got %d requests after the webhook was unset", len(rc.got)-n)
+	}
+}

@@ -169,6 +169,52 @@ func settingsOf(enc map[string]any) map[string]any {
 	return s
 }
 
+// encodeRoom returns a room of cfg as the file writes it, its webhooks
+// included without their secrets (config.EncodeWebhooks).
+func encodeRoom(cfg *config.Config, rm *usher.Room) map[string]any {
+	enc := config.EncodeRoom(rm)
+	enc["webhooks"] = cfg.EncodeWebhooks(rm.ID)
+	return enc
+}
+
+// settingsTag is the tag of a room's settings: a hash of what is shown,
+// and of when its webhooks were set at runtime (their secrets are not
+// shown, but a new secret is a change).
+func settingsTag(settings map[string]any, rt *config.Runtime, id string) string {
+	if o, ok := rt.Room(id)["webhooks"]; ok {
+		return etagOf([]any{settings, o.At.UTC()})
+	}
+	return etagOf(settings)
+}
+
+// redactWebhooks shows a list of webhooks as written at runtime without
+// what is secret: a secret as "(set)", a URL as scheme and host.
+func redactWebhooks(v any) any {
+	list, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, 0, len(list))
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		m = maps.Clone(m)
+		for _, k := range []string{"secret", "secret_file"} {
+			if _, set := m[k]; set {
+				m[k] = config.SecretShown
+			}
+		}
+		if u, ok := m["url"].(string); ok {
+			m["url"] = config.WebhookTarget(u)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // eventsView returns a room's events with their tags.
 func eventsView(rm *usher.Room) EventsView {
 	list := config.EncodeEvents(rm.Events)
@@ -204,10 +250,10 @@ func roomView(snap *Snapshot, id string) (RoomView, bool) {
 		return RoomView{}, false
 	}
 	rm := &snap.Effective.Rooms[i]
-	settings := settingsOf(config.EncodeRoom(rm))
+	settings := settingsOf(encodeRoom(snap.Effective, rm))
 	return RoomView{
 		ID:         rm.ID,
-		ETag:       etagOf(settings),
+		ETag:       settingsTag(settings, snap.Runtime, rm.ID),
 		Version:    snap.Version,
 		Settings:   settings,
 		Overrides:  overridesView(snap, id),
@@ -226,11 +272,14 @@ func overridesView(snap *Snapshot, id string) map[string]OverrideView {
 	}
 	var file map[string]any
 	if i := roomIndex(snap.File, id); i >= 0 {
-		file = config.EncodeRoom(&snap.File.Rooms[i])
+		file = encodeRoom(snap.File, &snap.File.Rooms[i])
 	}
 	for name, o := range ov {
 		var v any
 		_ = json.Unmarshal(o.Value, &v)
+		if name == "webhooks" {
+			v = redactWebhooks(v)
+		}
 		out[name] = OverrideView{Value: v, File: fieldValue(file, name), At: o.At.UTC(), By: o.By}
 	}
 	return out

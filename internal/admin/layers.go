@@ -332,7 +332,7 @@ func roomChanges(from, to *config.Config) []roomChange {
 	old := make(map[string]map[string]any)
 	var ids []string
 	for i := range from.Rooms {
-		old[from.Rooms[i].ID] = config.EncodeRoom(&from.Rooms[i])
+		old[from.Rooms[i].ID] = encodeRoom(from, &from.Rooms[i])
 		ids = append(ids, from.Rooms[i].ID)
 	}
 	var out []roomChange
@@ -340,7 +340,7 @@ func roomChanges(from, to *config.Config) []roomChange {
 	for i := range to.Rooms {
 		id := to.Rooms[i].ID
 		seen[id] = true
-		now := config.EncodeRoom(&to.Rooms[i])
+		now := encodeRoom(to, &to.Rooms[i])
 		was, ok := old[id]
 		if !ok {
 			out = append(out, roomChange{id, "room added"})
@@ -401,7 +401,7 @@ func short(s string) string {
 
 // RoomDiff is what a change of the config did to one room: the fields
 // that differ, with their values before and after as the file writes
-// them (webhooks, which are not room settings, are not among them).
+// them (webhooks without their secrets, as encodeRoom shows them).
 type RoomDiff struct {
 	Room string
 	// Before and After hold the fields that changed; a room added has no
@@ -414,14 +414,14 @@ type RoomDiff struct {
 func RoomDiffs(from, to *config.Config) []RoomDiff {
 	old := make(map[string]map[string]any, len(from.Rooms))
 	for i := range from.Rooms {
-		old[from.Rooms[i].ID] = config.EncodeRoom(&from.Rooms[i])
+		old[from.Rooms[i].ID] = encodeRoom(from, &from.Rooms[i])
 	}
 	var out []RoomDiff
 	seen := make(map[string]bool)
 	for i := range to.Rooms {
 		id := to.Rooms[i].ID
 		seen[id] = true
-		now := config.EncodeRoom(&to.Rooms[i])
+		now := encodeRoom(to, &to.Rooms[i])
 		was, ok := old[id]
 		if !ok {
 			out = append(out, RoomDiff{Room: id, After: now})

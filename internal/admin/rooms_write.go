@@ -13,9 +13,22 @@ import (
 	"github.com/usherhq/usher/internal/config"
 )
 
-// roomTag is the tag of a room's settings (not its events or rules).
-func roomTag(rm *usher.Room) (string, *apiError) {
-	return etagOf(settingsOf(config.EncodeRoom(rm))), nil
+// roomState is the config and runtime document in force for a change of
+// a room's settings (change.inForce sets it).
+type roomState struct {
+	cfg *config.Config
+	rt  *config.Runtime
+}
+
+func (s *roomState) set(cfg *config.Config, rt *config.Runtime) { s.cfg, s.rt = cfg, rt }
+
+// encode returns a room in force as the file writes it, webhooks included
+// without their secrets.
+func (s *roomState) encode(rm *usher.Room) map[string]any { return encodeRoom(s.cfg, rm) }
+
+// tag is the tag of a room's settings (not its events or rules).
+func (s *roomState) tag(rm *usher.Room) (string, *apiError) {
+	return settingsTag(settingsOf(s.encode(rm)), s.rt, rm.ID), nil
 }
 
 // answerRoom writes the room's view from the snapshot in force.
@@ -45,16 +58,22 @@ func (h *Handler) servePatchRoom(w http.ResponseWriter, r *http.Request) {
 		invalid("", "body: name at least one field to change, like {\"queue_all\": true}").write(w)
 		return
 	}
+	var st roomState
 	h.run(w, r, change{
 		room: id, what: fmt.Sprintf("room %q", id), action: "room.update", target: "rooms/" + id,
-		tag: roomTag,
+		inForce: st.set, tag: st.tag,
 		edit: func(rm *usher.Room, ref string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			enc := config.EncodeRoom(rm)
+			enc := st.encode(rm)
 			before := make(map[string]any)
 			for _, key := range body.keys {
 				raw := body.fields[key]
 				if aerr := patchable(ref, id, key); aerr != nil {
 					return nil, nil, aerr
+				}
+				if key == "webhooks" && !isNull(raw) {
+					if raw, aerr = keepSecrets(ref, raw, st.cfg.RoomWebhooks(id)); aerr != nil {
+						return nil, nil, aerr
+					}
 				}
 				before[key] = enc[key]
 				parts, aerr := splitField(ref, key, raw)
@@ -72,7 +91,7 @@ func (h *Handler) servePatchRoom(w http.ResponseWriter, r *http.Request) {
 			return ov, before, nil
 		},
 		after: func(rm *usher.Room) any {
-			enc := config.EncodeRoom(rm)
+			enc := st.encode(rm)
 			after := make(map[string]any)
 			for _, key := range body.keys {
 				after[key] = enc[key]
@@ -99,6 +118,52 @@ func patchable(ref, id, key string) *apiError {
 		return invalid(key, "%s: %s: %s", ref, key, why)
 	}
 	return nil
+}
+
+// keepSecrets returns a PATCH's webhooks list with, for each webhook that
+// does not send its secret (or sends null or "(set)", as GET shows it)
+// but has the name and URL of one in force, that one's secret; such a
+// webhook is written again with its fields sorted. secret_file is
+// refused: a path on each node means nothing here. Values of the wrong
+// form are left for the config's checks to name.
+func keepSecrets(ref string, raw json.RawMessage, prev []config.Webhook) (json.RawMessage, *apiError) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return raw, nil
+	}
+	for j, el := range list {
+		o, aerr := parseObject(el)
+		if aerr != nil {
+			continue
+		}
+		at := fmt.Sprintf("webhooks[%d]", j)
+		if _, ok := o.fields["secret_file"]; ok {
+			return nil, invalid(at+".secret_file", "%s: %s.secret_file: cannot be set through the API (a path on each node): send the secret itself in secret, or set secret_file in the config file", ref, at)
+		}
+		var secret, name, url string
+		if s, ok := o.fields["secret"]; ok && !isNull(s) && (json.Unmarshal(s, &secret) != nil || secret != config.SecretShown) {
+			continue
+		}
+		delete(o.fields, "secret")
+		_ = json.Unmarshal(o.fields["name"], &name)
+		_ = json.Unmarshal(o.fields["url"], &url)
+		for _, w := range prev {
+			if w.Name == name && w.URL == url && w.SecretValue() != "" {
+				o.fields["secret"], _ = json.Marshal(w.SecretValue())
+				break
+			}
+		}
+		b, err := json.Marshal(o.fields)
+		if err != nil {
+			return nil, invalid(at, "%s: %s: %v", ref, at, err)
+		}
+		list[j] = b
+	}
+	out, err := json.Marshal(list)
+	if err != nil {
+		return nil, invalid("webhooks", "%s: webhooks: %v", ref, err)
+	}
+	return out, nil
 }
 
 // splitField returns the overrides a PATCH field sets: itself, or for
@@ -129,11 +194,12 @@ func splitField(ref, key string, raw json.RawMessage) (map[string]json.RawMessag
 func (h *Handler) serveResetRoom(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var dropped []string
+	var st roomState
 	h.run(w, r, change{
 		room: id, what: fmt.Sprintf("room %q", id), action: "room.reset", target: "rooms/" + id,
-		tag: roomTag,
+		inForce: st.set, tag: st.tag,
 		edit: func(rm *usher.Room, _ string, ov config.RoomOverrides, _ time.Time, _ string) (config.RoomOverrides, any, *apiError) {
-			enc := config.EncodeRoom(rm)
+			enc := st.encode(rm)
 			dropped = slices.Sorted(maps.Keys(ov))
 			before := make(map[string]any)
 			for _, name := range dropped {
@@ -142,7 +208,7 @@ func (h *Handler) serveResetRoom(w http.ResponseWriter, r *http.Request) {
 			return nil, before, nil
 		},
 		after: func(rm *usher.Room) any {
-			enc := config.EncodeRoom(rm)
+			enc := st.encode(rm)
 			after := make(map[string]any)
 			for _, name := range dropped {
 				after[name] = fieldValue(enc, name)

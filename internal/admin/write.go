@@ -225,6 +225,10 @@ type change struct {
 	what   string // names the resource in messages: `room "sale"`
 	action string // for the audit log
 	target string
+	// inForce, when set, is given the config and runtime document in
+	// force before tag and edit are called, and those after the change
+	// before after is.
+	inForce func(cfg *config.Config, rt *config.Runtime)
 	// tag returns the resource's current ETag in rm, the room in force.
 	tag func(rm *usher.Room) (string, *apiError)
 	// edit changes ov, a copy of the room's overrides, for the room rm in
@@ -268,6 +272,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c change) {
 			return
 		}
 		rm := &base.Rooms[i]
+		if c.inForce != nil {
+			c.inForce(base, rt)
+		}
 		tag, aerr := c.tag(rm)
 		if aerr != nil {
 			aerr.write(w)
@@ -298,6 +305,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, c change) {
 		if err != nil {
 			validationError(err).write(w)
 			return
+		}
+		if c.inForce != nil {
+			c.inForce(eff, next)
 		}
 		entry := AuditEntry{Time: now, Token: by, Remote: r.RemoteAddr, Action: c.action, Room: c.room, Target: c.target,
 			Before: boundValue(before), After: boundValue(c.after(&eff.Rooms[i]))}

@@ -23,6 +23,7 @@ type decoder struct {
 	lines    map[string]int
 	nodes    int  // values decoded so far (aliases count each time)
 	tooBig   bool // maxNodes was passed: stop decoding
+	runtime  bool // decoding runtime overrides, not the file
 }
 
 // maxNodes bounds the values a document may expand to: aliases repeat

@@ -95,7 +95,7 @@ func (d *decoder) key(n *yaml.Node, at loc) Key {
 }
 
 // room decodes the i-th entry of rooms over the default room, appending
-// its webhooks (a field of the file only, not of the room's settings) to
+// its webhooks (kept in Config.Webhooks, not in the room's settings) to
 // hooks. Problems inside it name the room by its id, looked up first.
 func (d *decoder) room(n *yaml.Node, at loc, i int, hooks *[]Webhook) usher.Room {
 	r := defaultRoom()

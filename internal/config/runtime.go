@@ -134,8 +134,8 @@ func RoomFields() []string {
 func OverridableField(name string) (bool, string) {
 	top, sub, dotted := strings.Cut(name, ".")
 	switch {
-	case top == "webhooks":
-		return false, "a room's webhooks are set in the config file only: their secrets stay out of the runtime document, the API's answers and the audit log (change the file and reload)"
+	case name == "webhooks":
+		return true, ""
 	case top == "id" && !dotted:
 		return false, "a room's id cannot change at runtime: its counters and tickets are kept by id (add a room to the config file instead)"
 	case dotted && top == "cookie_attributes" && (sub == "samesite" || sub == "secure"):
@@ -177,9 +177,18 @@ func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 			continue
 		}
 		rm.Routes, rm.Events, rm.Rules = slices.Clone(rm.Routes), slices.Clone(rm.Events), slices.Clone(rm.Rules)
-		d := &decoder{lines: make(map[string]int)}
-		d.mapping(node, at, d.roomFields(rm))
+		d := &decoder{lines: make(map[string]int), runtime: true}
+		fields := d.roomFields(rm)
+		var hooks []Webhook
+		_, setHooks := ov["webhooks"]
+		if setHooks {
+			fields["webhooks"] = d.webhooks(&hooks, i)
+		}
+		d.mapping(node, at, fields)
 		decoding = append(decoding, d.problems...)
+		if setHooks {
+			out.Webhooks = replaceWebhooks(out.Webhooks, i, rm.ID, hooks)
+		}
 		if c.dir == "" {
 			continue
 		}

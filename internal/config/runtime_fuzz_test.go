@@ -22,13 +22,16 @@ func FuzzRuntime(f *testing.F) {
 		{"id", `"x"`},
 		{"name", `{"a":[1,2,{"b":null}]}`},
 		{"queue_all", `tru`},
+		{"webhooks", `[{"name":"ops","url":"https://hooks.example/x","secret":"0123456789abcdef","events":["queueing.*"],"timeout":"3s","max_queue":5}]`},
+		{"webhooks", `[{"name":"a","url":"http://x.example/","secret_file":"/etc/passwd"},{"name":"a"}]`},
+		{"webhooks", `[{"name":"v","url":"http://x.example/","secret":"0123456789abcdef","events":["visitor.*"],"visitor_events":0.5}]`},
 		{"events", `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`},
 	} {
 		f.Add(seed.field, []byte(seed.value))
 	}
 	f.Fuzz(func(t *testing.T, field string, value []byte) {
 		c := MustParse(t, runtimeBase)
-		before, _ := json.Marshal(EncodeRoom(&c.Rooms[0]))
+		before, _ := json.Marshal([]any{EncodeRoom(&c.Rooms[0]), c.Webhooks})
 		rt := &Runtime{}
 		rt.SetRoom("sale", RoomOverrides{field: {Value: value}})
 		eff, err := c.WithRuntime(rt)
@@ -39,7 +42,7 @@ func FuzzRuntime(f *testing.F) {
 		} else if err := eff.Validate(); err != nil {
 			t.Fatalf("WithRuntime gave a config that does not validate: %v", err)
 		}
-		if after, _ := json.Marshal(EncodeRoom(&c.Rooms[0])); string(after) != string(before) {
+		if after, _ := json.Marshal([]any{EncodeRoom(&c.Rooms[0]), c.Webhooks}); string(after) != string(before) {
 			t.Fatalf("WithRuntime changed the file's room")
 		}
 	})

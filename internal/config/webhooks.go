@@ -16,9 +16,9 @@ import (
 )
 
 // Webhook is one webhook of a room (rooms[].webhooks[] in the file): the
-// room's events, POSTed as signed JSON to URL. Webhooks are set in the
-// file only, never at runtime: their secrets stay out of the runtime
-// document, the API's answers and the audit log.
+// room's events, POSTed as signed JSON to URL. A room's webhooks are set
+// in the file or, as a whole list, at runtime (then with Secret, never
+// SecretFile); their secrets are never shown (EncodeWebhooks).
 type Webhook struct {
 	// Room is the id of the room the webhook is in.
 	Room string
@@ -86,7 +86,7 @@ func (d *decoder) webhooks(dst *[]Webhook, roomIndex int) field {
 				"name":           d.text(&w.Name),
 				"url":            d.text(&w.URL),
 				"secret":         d.text(&w.Secret),
-				"secret_file":    d.text(&w.SecretFile),
+				"secret_file":    d.secretFile(&w.SecretFile),
 				"events":         d.texts(&w.Events),
 				"visitor_events": d.number(&w.VisitorEvents),
 				"timeout":        d.duration(&w.Timeout),
@@ -95,6 +95,87 @@ func (d *decoder) webhooks(dst *[]Webhook, roomIndex int) field {
 			*dst = append(*dst, w)
 		})
 	}
+}
+
+// secretFile decodes a webhook's secret_file, which only the file may
+// set: a path on each node means nothing to the admin API.
+func (d *decoder) secretFile(dst *string) field {
+	if !d.runtime {
+		return d.text(dst)
+	}
+	return func(n *yaml.Node, at loc) {
+		d.problems.add(n.Line, at, "cannot be set at runtime (a path on each node): send the secret itself in secret, or set secret_file in the config file")
+	}
+}
+
+// replaceWebhooks returns hooks with the webhooks of the room at index
+// room replaced by set, each placed as the file would place it.
+func replaceWebhooks(hooks []Webhook, room int, id string, set []Webhook) []Webhook {
+	out := make([]Webhook, 0, len(hooks)+len(set))
+	at := -1
+	for _, w := range hooks {
+		if w.roomIndex == room {
+			continue
+		}
+		if at < 0 && w.roomIndex > room {
+			at = len(out)
+		}
+		out = append(out, w)
+	}
+	if at < 0 {
+		at = len(out)
+	}
+	for j := range set {
+		set[j].Room, set[j].roomIndex, set[j].index = id, room, j
+	}
+	return slices.Insert(out, at, set...)
+}
+
+// SecretShown is what EncodeWebhooks shows for a secret that is set.
+const SecretShown = "(set)"
+
+// EncodeWebhooks returns the webhooks of a room as the file writes them,
+// with nothing secret: the secret as "(set)", the URL as scheme and host
+// (its path and query may carry tokens). Never nil.
+func (c *Config) EncodeWebhooks(room string) []any {
+	out := make([]any, 0)
+	for i := range c.Webhooks {
+		w := &c.Webhooks[i]
+		if w.Room != room {
+			continue
+		}
+		m := map[string]any{"name": w.Name, "url": WebhookTarget(w.URL)}
+		if w.SecretFile != "" {
+			m["secret_file"] = SecretShown
+		} else {
+			m["secret"] = SecretShown
+		}
+		if len(w.Events) > 0 {
+			m["events"] = slices.Clone(w.Events)
+		}
+		if w.VisitorEvents != 0 {
+			m["visitor_events"] = w.VisitorEvents
+		}
+		if w.Timeout != 0 {
+			m["timeout"] = formatDuration(w.Timeout)
+		}
+		if w.MaxQueue != 0 {
+			m["max_queue"] = w.MaxQueue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// RoomWebhooks returns the webhooks of a room.
+func (c *Config) RoomWebhooks(room string) []Webhook {
+	var out []Webhook
+	for _, w := range c.Webhooks {
+		if w.Room == room {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // number decodes an integer or a decimal number into dst.
@@ -183,11 +264,11 @@ func checkWebhookURL(s string) string {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("must be an absolute http or https URL, got %q", s)
+		return "must be an absolute http or https URL"
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Sprintf("must be an http or https URL, got scheme %q", u.Scheme)
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Sprintf("must name a host, got %q", s)
+		return "must name a host, like https://hooks.example/usher"
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return "must not have a fragment (#...)"
 	}

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const hookRoom = `origin: http://127.0.0.1:3000
@@ -118,10 +121,67 @@ func TestWebhooksInvalid(t *testing.T) {
 	}
 }
 
-func TestWebhooksNotAtRuntime(t *testing.T) {
-	ok, why := OverridableField("webhooks")
-	if ok || !strings.Contains(why, "config file only") {
-		t.Errorf("OverridableField(webhooks) = %v, %q; want refused, in the file only", ok, why)
+// TestWebhooksAtRuntime: a runtime override replaces a room's webhooks
+// as a whole, checked as the file's are, never with secret_file; the
+// other rooms' webhooks stay; shown, they never show a secret or a path.
+func TestWebhooksAtRuntime(t *testing.T) {
+	if ok, why := OverridableField("webhooks"); !ok {
+		t.Fatalf("OverridableField(webhooks) = false, %q", why)
+	}
+	if ok, _ := OverridableField("webhooks.secret"); ok {
+		t.Fatal("OverridableField(webhooks.secret) = true, want a whole list only")
+	}
+	body := strings.Replace(hookRoom, "rooms:\n", "rooms:\n  - id: first\n    total_active_users: 1\n    new_users_per_minute: 1\n    routes: [{path: /f}]\n    cookie_suffix: f\n    webhooks: [{name: f, url: \"http://f.example/\", secret: ffffffffffffffff}]\n", 1) +
+		"      - {name: old, url: \"http://old.example/\", secret: 0123456789abcdef}\n"
+	c, err := Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &Runtime{}
+	rt.SetRoom("sale", overrides(map[string]string{"webhooks": `[{"name":"ops","url":"https://hooks.example/p/TOKEN?k=Q","secret":"runtime-secret-0123","events":["queueing.*"],"timeout":"3s","max_queue":9}]`}))
+	eff, err := c.WithRuntime(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eff.Webhooks) != 2 || eff.Webhooks[0].Name != "f" || eff.Webhooks[0].Room != "first" {
+		t.Fatalf("webhooks %+v, want first's f then sale's ops", eff.Webhooks)
+	}
+	w := eff.Webhooks[1]
+	if w.Room != "sale" || w.Name != "ops" || w.SecretValue() != "runtime-secret-0123" || w.Timeout != 3*time.Second || w.MaxQueue != 9 {
+		t.Errorf("runtime webhook %+v", w)
+	}
+	if len(c.Webhooks) != 2 || c.Webhooks[1].Name != "old" {
+		t.Errorf("the file's config changed: %+v", c.Webhooks)
+	}
+	shown, _ := json.Marshal(eff.EncodeWebhooks("sale"))
+	if want := `[{"events":["queueing.*"],"max_queue":9,"name":"ops","secret":"(set)","timeout":"3s","url":"https://hooks.example/…"}]`; string(shown) != want {
+		t.Errorf("EncodeWebhooks = %s, want %s", shown, want)
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"secret_file", `[{"name":"a","url":"http://x.example/","secret_file":"/etc/passwd"}]`, "rooms[1] (sale): webhooks[0].secret_file: cannot be set at runtime"},
+		{"url", `[{"name":"a","url":"ftp://x.example/SECRETPATH","secret":"0123456789abcdef"}]`, "rooms[1] (sale): webhooks[0].url: must be an http or https URL"},
+		{"short secret", `[{"name":"a","url":"http://x.example/","secret":"short"}]`, "rooms[1] (sale): webhooks[0].secret: must be at least 16 characters, got 5"},
+		{"no secret", `[{"name":"a","url":"http://x.example/"}]`, "rooms[1] (sale): webhooks[0].secret: required"},
+		{"duplicate", `[{"name":"a","url":"http://x.example/","secret":"0123456789abcdef"},{"name":"a","url":"http://y.example/","secret":"0123456789abcdef"}]`, "rooms[1] (sale): webhooks[1].name: same as webhooks[0]"},
+		{"not a list", `{"name":"a"}`, "rooms[1] (sale): webhooks: must be a list"},
+	} {
+		rt := &Runtime{}
+		rt.SetRoom("sale", overrides(map[string]string{"webhooks": tc.value}))
+		_, err := c.WithRuntime(rt)
+		var v *ValidationError
+		if !errors.As(err, &v) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: WithRuntime = %v, want %q", tc.name, err, tc.want)
+			continue
+		}
+		for _, secret := range []string{"SECRETPATH", "/etc/passwd"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: the error shows %q: %v", tc.name, secret, err)
+			}
+		}
+	}
+	rt.SetRoom("sale", overrides(map[string]string{"webhooks": `[]`}))
+	if eff, err := c.WithRuntime(rt); err != nil || len(eff.Webhooks) != 1 || eff.Webhooks[0].Room != "first" {
+		t.Errorf("an empty list: %v, %+v; want the room without webhooks", err, eff)
 	}
 }
 

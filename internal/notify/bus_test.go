@@ -116,9 +116,12 @@ func TestRetryBackoff(t *testing.T) {
 func TestGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rc := &recorder{next: func(int, *http.Request) (*http.Response, error) { return nil, io.ErrUnexpectedEOF }}
-		b := New(Options{Transport: rc, MaxAttempts: 4, Backoff: time.Second, MaxBackoff: 2 * time.Second})
+		var logs syncBuffer
+		b := New(Options{Transport: rc, MaxAttempts: 4, Backoff: time.Second, MaxBackoff: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		defer b.Close()
-		b.SetWebhooks([]WebhookConfig{hook("ops", 10)})
+		h := hook("ops", 10)
+		h.URL = "http://receiver.test/hook/PATH-TOKEN?k=QUERY-TOKEN"
+		b.SetWebhooks([]WebhookConfig{h})
 		b.Publish(Event{Type: QueueingStarted, Room: "sale"})
 		time.Sleep(time.Hour)
 		synctest.Wait()
@@ -131,7 +134,31 @@ func TestGiveUp(t *testing.T) {
 		if s := b.Stats()[0]; s.Failed != 1 || s.Delivered != 0 || s.Retries != 3 {
 			t.Errorf("stats %+v, want 1 failed after 3 retries", s)
 		}
+		// The log says why, with the URL as scheme and host: its path
+		// and query may carry a token.
+		if l := logs.String(); !strings.Contains(l, "given up") || !strings.Contains(l, `reason="Post http://receiver.test/…: unexpected EOF"`) ||
+			strings.Contains(l, "PATH-TOKEN") || strings.Contains(l, "QUERY-TOKEN") {
+			t.Errorf("log:\n%s", l)
+		}
 	})
+}
+
+// syncBuffer is a buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestRefusedAndRetryAfter: a 4xx is not retried, a redirect is neither

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -174,7 +175,7 @@ func (h *webhook) attempt(c *WebhookConfig, it item, n int) (outcome, time.Durat
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(it.body))
 	if err != nil {
-		return refused, 0, err.Error()
+		return refused, 0, "the URL cannot be used: " + Target(c.URL)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", b.opts.UserAgent)
@@ -186,6 +187,12 @@ func (h *webhook) attempt(c *WebhookConfig, it item, n int) (outcome, time.Durat
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return retryable, 0, fmt.Sprintf("no answer within %s", c.Timeout)
+		}
+		// Not err.Error(): it quotes the whole URL, whose path and query
+		// may carry a token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return retryable, 0, ue.Op + " " + Target(c.URL) + ": " + ue.Err.Error()
 		}
 		return retryable, 0, err.Error()
 	}
