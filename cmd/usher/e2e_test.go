@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -87,9 +88,20 @@ func startUsher(t *testing.T, config, addr, room string) *proc {
 	for time.Now().Before(deadline) {
 		resp, err := http.Get("http://" + addr + "/__usher/status/" + room)
 		if err == nil {
+			// The answer must be this usher's: a port that freeAddr let go
+			// can be taken by another test's server before usher binds it
+			// (usher then exits, and the other server answers 200).
+			var st struct {
+				ID string `json:"id"`
+			}
+			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&st)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
+			if resp.StatusCode == http.StatusOK && derr == nil && st.ID == room {
+				select {
+				case <-p.done:
+				default:
+					return p
+				}
 			}
 		}
 		select {
