@@ -24,21 +24,23 @@ test: deps vet
 # the target's testdata/fuzz: commit it with the fix.
 FUZZTIME ?= 10s
 # FUZZMIN bounds the time spent shrinking each new input the fuzzer finds.
+# scripts/fuzz.sh runs a target again when Go's coordinator stops it with a
+# spurious deadline error (go.dev/issue/75804) and no failing input.
 FUZZMIN ?= 2s
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
-	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/ticket
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
-	$(GO) test -run '^$$' -fuzz '^FuzzRuntime$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/config
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
-	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/rules
-	$(GO) test -run '^$$' -fuzz '^FuzzClientInfo$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server
-	$(GO) test -run '^$$' -fuzz '^FuzzRequestID$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/server
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/guard
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/token
-	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./verify
-	$(GO) test -run '^$$' -fuzz '^FuzzLanguage$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/web
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzOpen ./internal/ticket
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzRoundTrip ./internal/ticket
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzParse ./internal/config
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzRuntime ./internal/config
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzCompile ./internal/rules
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzEval ./internal/rules
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzClientInfo ./internal/server
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzRequestID ./internal/server
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./internal/guard
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./internal/token
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./verify
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzLanguage ./internal/web
 
 build:
 	$(GO) build -o bin/usher ./cmd/usher
