@@ -32,8 +32,8 @@ func TestAdaptiveCheckIns(t *testing.T) {
 		f := runSim(t, cfg)
 		cfg.room = adaptive
 		a := runSim(t, cfg)
-		t.Logf("seed %d: check-ins %d fixed, %d adaptive (%.2fx); utilisation %.4f fixed, %.4f adaptive; longest count after a check-in %v fixed, %v adaptive",
-			seed, f.checkIns, a.checkIns, float64(a.checkIns)/float64(f.checkIns), f.utilization, a.utilization, f.longestWindow, a.longestWindow)
+		t.Logf("seed %d: check-ins %d fixed, %d adaptive (%.2fx); utilisation %.4f fixed, %.4f adaptive; admitted %d fixed, %d adaptive; longest count after a check-in %v fixed, %v adaptive",
+			seed, f.checkIns, a.checkIns, float64(a.checkIns)/float64(f.checkIns), f.utilization, a.utilization, f.admittedCount, a.admittedCount, f.longestWindow, a.longestWindow)
 		for name, r := range map[string]simResult{"fixed": f, "adaptive": a} {
 			if r.inversions != 0 {
 				t.Errorf("seed %d, %s: %d FIFO inversions", seed, name, r.inversions)
@@ -51,13 +51,14 @@ func TestAdaptiveCheckIns(t *testing.T) {
 		if a.checkIns*3 > f.checkIns {
 			t.Errorf("seed %d: %d check-ins with adaptive intervals, %d with fixed: want under a third", seed, a.checkIns, f.checkIns)
 		}
-		// A leaver counts at most its interval (with jitter) plus its
-		// grace, rounded up to the second, after its last check-in.
+		// A leaver counts at most its interval (with jitter, rounded to
+		// the whole second as pages refresh: checkInAfter) plus its grace,
+		// rounded up to the second, after its last check-in.
 		for name, c := range map[string]struct {
 			r  simResult
 			iv time.Duration
 		}{"fixed": {f, room.RefreshInterval}, "adaptive": {a, 2 * time.Minute}} {
-			bound := c.iv + MaxJitter(c.iv) + Grace(c.iv) + time.Second
+			bound := checkInAfter(c.iv, MaxJitter(c.iv)) + Grace(c.iv) + time.Second
 			if c.r.longestWindow > bound {
 				t.Errorf("seed %d, %s: a waiting ticket counted %v after its check-in, bound %v", seed, name, c.r.longestWindow, bound)
 			}

@@ -121,10 +121,18 @@ func checkInAfter(refresh, jitter time.Duration) time.Duration {
 
 // nearFront reports whether a FIFO waiter is likely to go in within one
 // refresh interval: fewer people ahead than the free slots plus the
-// admissions expected during the interval.
-func nearFront(res usher.AdmitResult, s *usher.Settings) bool {
+// admissions expected during the interval at the last minute's pace, or
+// the limits' forecast frees a place for it within half an interval
+// (sessions that end, admissions that leave the rate window: when a line
+// has just formed, or when the rate window slides, more places free than
+// the last minute's pace says; the forecast assumes no session is renewed,
+// hence the half).
+func (e *Engine) nearFront(room string, res usher.AdmitResult, s *usher.Settings, now time.Time) bool {
 	soon := float64(res.Slots) + drainRate(res, s)*s.RefreshInterval.Minutes()
-	return float64(res.Ahead) < soon
+	if float64(res.Ahead) < soon {
+		return true
+	}
+	return e.forecast(room, res, s, now, res.Ahead+1) <= s.RefreshInterval/2
 }
 
 // Grace is how long after its next check-in is due a waiter still counts
@@ -300,6 +308,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d := base
 	d.Stats = res.RoomStats
+	fifo := !op.Random && !op.Joining && !op.NoAdmit && !op.Force && !res.OverClient && !res.Admitted
+	e.flow.refused(room.ID, now, op.Bucket, res.Ahead, res.Slots, fifo)
 	if res.Replay {
 		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
@@ -324,7 +334,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		return d, nil
 	}
 	if sched.Phase == usher.NoEvent || sched.Phase == usher.Running {
-		if s.QueueingMethod != usher.Random && nearFront(res, s) {
+		if s.QueueingMethod != usher.Random && e.nearFront(room.ID, res, s, now) {
 			// Its turn is likely within a refresh interval: check in twice
 			// as often, so a place freed for it waits half as long.
 			refresh = checkInAfter(s.RefreshInterval/2, tk.Jitter/2)
@@ -417,6 +427,8 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 		return usher.Decision{}, err
 	}
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
+	fifo := s.QueueingMethod != usher.Random && !s.QueueAll && sched.Phase != usher.Prequeue && !tk.Back && !tk.Joining
+	e.flow.refused(room, now, tk.Bucket(), ahead, st.Slots, fifo)
 	d.Stats = st
 	d.Replay = true
 	d.Outcome = usher.Wait

@@ -47,6 +47,10 @@ type flow struct {
 	// prof is the profile of the second prof.sec, made at most once a
 	// second; it is never changed once made.
 	prof *profile
+	// refSec is the latest unix second in which a decision found a waiter
+	// of bucket refBucket (or earlier) behind the free slots: no waiter of
+	// that bucket or a later one can go in before the next whole second.
+	refSec, refBucket int64
 }
 
 type flowSec struct{ sec, n int64 }
@@ -109,6 +113,48 @@ func (f *flows) waiting(room string, now time.Time, bucket, ahead int64) {
 	r.marks[r.next] = marker{bucket: bucket, t0: ms, t1: ms, a0: ahead, a1: ahead, adm0: r.admN, adm1: r.admN}
 	r.next = (r.next + 1) % flowMarkers
 	r.last = ms
+}
+
+// refused records that a decision in room at now found a waiter of
+// bucket with ahead live waiters before it and slots free slots after the
+// decision, the waiter not admitted by the FIFO rule (when fifo is false,
+// only a full room, no slot free, is recorded).
+//
+// Within one second, the difference ahead - slots of any bucket never
+// falls: places free only at whole seconds (active cells and the rate
+// window's seconds expire then, as do waiting cells), an admission of a
+// waiter ahead takes one from both, and anyone else's takes a slot. A
+// waiter of bucket or a later one has at least as many ahead. So once a
+// waiter of bucket is refused in a second, every waiter of that bucket or
+// a later one is refused until the next whole second (short of a session
+// ended by the operator or a change of limits, which only make a held
+// waiter a second late).
+func (f *flows) refused(room string, now time.Time, bucket, ahead, slots int64, fifo bool) {
+	switch {
+	case slots <= 0:
+		bucket = math.MinInt64
+	case !fifo || ahead < slots:
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.room(room)
+	sec := now.Unix()
+	switch {
+	case sec > r.refSec:
+		r.refSec, r.refBucket = sec, bucket
+	case sec == r.refSec:
+		r.refBucket = min(r.refBucket, bucket)
+	}
+}
+
+// behind reports whether a waiter of bucket in room cannot go in before
+// the next whole second after now (see refused).
+func (f *flows) behind(room string, now time.Time, bucket int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rooms[room]
+	return r != nil && r.refSec == now.Unix() && bucket >= r.refBucket
 }
 
 // serving is what the serving counter measured: over span, the live

@@ -16,6 +16,9 @@ type simCheckIn struct {
 	// low and high are a random room's announced range, whole seconds
 	// (0: none).
 	low, high int32
+	// held is how long the check-in was held before its answer
+	// (Engine.Hold), in ms: it was sent that long before at.
+	held int32
 }
 
 // simDone in simCheckIn.eta says that the visitor stopped waiting.
@@ -129,7 +132,7 @@ func (r *simRecorder) build(i int32, cs []simCheckIn) {
 	out := make([]CheckIn, len(cs))
 	for k, c := range cs {
 		t := r.start.Add(c.at)
-		out[k] = CheckIn{At: t, Sent: t, Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
+		out[k] = CheckIn{At: t, Sent: t.Add(-time.Duration(c.held) * time.Millisecond), Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
 		if c.eta >= 0 {
 			out[k].ETAKnown, out[k].ETA = true, time.Duration(c.eta)*time.Second
 			if c.high > 0 {

@@ -136,6 +136,7 @@ type Gate struct {
 	tokens        *Tokens
 	notes         *guard.Notes
 	health        map[*usher.Room]*autopilot.Recorder
+	held          held // visits held (see hold)
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
