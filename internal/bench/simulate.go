@@ -152,8 +152,8 @@ type simVisitor struct {
 	browsing bool
 	held     bool          // this request was held (Engine.Hold) once already
 	sent     time.Duration // when the request held was sent
-	has      bool // ticket is set
-	queued   bool // waits (for the progress counts)
+	has      bool          // ticket is set
+	queued   bool          // waits (for the progress counts)
 	ticket   usher.Ticket
 }
 
