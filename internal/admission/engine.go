@@ -122,17 +122,16 @@ func checkInAfter(refresh, jitter time.Duration) time.Duration {
 // nearFront reports whether a FIFO waiter is likely to go in within one
 // refresh interval: fewer people ahead than the free slots plus the
 // admissions expected during the interval at the last minute's pace, or
-// the limits' forecast frees a place for it within half an interval
-// (sessions that end, admissions that leave the rate window: when a line
-// has just formed, or when the rate window slides, more places free than
-// the last minute's pace says; the forecast assumes no session is renewed,
-// hence the half).
+// the limits' forecast frees a place for it within the interval (sessions
+// that end, admissions that leave the rate window: when a line has just
+// formed, or when the rate window slides, more places free than the last
+// minute's pace says).
 func (e *Engine) nearFront(room string, res usher.AdmitResult, s *usher.Settings, now time.Time) bool {
 	soon := float64(res.Slots) + drainRate(res, s)*s.RefreshInterval.Minutes()
 	if float64(res.Ahead) < soon {
 		return true
 	}
-	return e.forecast(room, res, s, now, res.Ahead+1) <= s.RefreshInterval/2
+	return e.forecast(room, res, s, now, res.Ahead+1) <= s.RefreshInterval
 }
 
 // Grace is how long after its next check-in is due a waiter still counts

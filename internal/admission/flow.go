@@ -47,13 +47,15 @@ type flow struct {
 	// prof is the profile of the second prof.sec, made at most once a
 	// second; it is never changed once made.
 	prof *profile
-	// refSec is the latest unix second in which a decision found a waiter
-	// of bucket refBucket (or earlier) behind the free slots: no waiter of
-	// that bucket or a later one can go in before the next whole second.
-	refSec, refBucket int64
+	// refUntil (unix ms) is when the latest refusal stops holding: until
+	// then no waiter of bucket refBucket or a later one can go in (see
+	// refused).
+	refUntil, refBucket int64
 }
 
-type flowSec struct{ sec, n int64 }
+// flowSec is this engine's admissions in second sec: n of them, the last
+// at unix ms last.
+type flowSec struct{ sec, n, last int64 }
 
 // marker follows one arrival bucket: how many live waiters were ahead of
 // it when it was placed (a0 at t0) and at its latest sighting (a1 at t1),
@@ -90,6 +92,7 @@ func (f *flows) admitted(room string, now time.Time, cell int64) {
 		s.sec, s.n = sec, 0
 	}
 	s.n++
+	s.last = max(s.last, now.Add(time.Millisecond-1).UnixMilli()) // as the stores: rounded up
 	r.admN++
 }
 
@@ -120,15 +123,16 @@ func (f *flows) waiting(room string, now time.Time, bucket, ahead int64) {
 // decision, the waiter not admitted by the FIFO rule (when fifo is false,
 // only a full room, no slot free, is recorded).
 //
-// Within one second, the difference ahead - slots of any bucket never
-// falls: places free only at whole seconds (active cells and the rate
-// window's seconds expire then, as do waiting cells), an admission of a
-// waiter ahead takes one from both, and anyone else's takes a slot. A
-// waiter of bucket or a later one has at least as many ahead. So once a
-// waiter of bucket is refused in a second, every waiter of that bucket or
-// a later one is refused until the next whole second (short of a session
-// ended by the operator or a change of limits, which only make a held
-// waiter a second late).
+// Until the next moment a place can free, the difference ahead - slots
+// of any bucket never falls: an admission of a waiter ahead takes one from
+// both, and anyone else's takes a slot; a waiter of bucket or a later one
+// has at least as many ahead. So once a waiter of bucket is refused, every
+// waiter of that bucket or a later one is refused until then. Places free
+// at whole seconds (active and waiting cells expire then) and when the
+// oldest second of the rate window leaves it, 60 s after its last
+// admission (as far as this engine made them; another node's later ones
+// only keep the places longer). A session ended by the operator, or a
+// change of limits, frees places too: a held waiter is then a second late.
 func (f *flows) refused(room string, now time.Time, bucket, ahead, slots int64, fifo bool) {
 	switch {
 	case slots <= 0:
@@ -139,22 +143,32 @@ func (f *flows) refused(room string, now time.Time, bucket, ahead, slots int64, 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.room(room)
-	sec := now.Unix()
-	switch {
-	case sec > r.refSec:
-		r.refSec, r.refBucket = sec, bucket
-	case sec == r.refSec:
+	ms, sec := now.UnixMilli(), now.Unix()
+	until := (sec + 1) * 1000
+	if old := r.secs[uint64(sec-60)%flowSecs]; old.sec == sec-60 && old.n > 0 {
+		if out := old.last + 60_000; out > ms && out < until {
+			until = out
+		}
+	}
+	if until == r.refUntil {
 		r.refBucket = min(r.refBucket, bucket)
+		return
+	}
+	if until > r.refUntil {
+		r.refUntil, r.refBucket = until, bucket
 	}
 }
 
-// behind reports whether a waiter of bucket in room cannot go in before
-// the next whole second after now (see refused).
-func (f *flows) behind(room string, now time.Time, bucket int64) bool {
+// behind returns when a waiter of bucket in room can go in at the
+// soonest, when that is after now (see refused); zero otherwise.
+func (f *flows) behind(room string, now time.Time, bucket int64) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.rooms[room]
-	return r != nil && r.refSec == now.Unix() && bucket >= r.refBucket
+	if r == nil || now.UnixMilli() >= r.refUntil || bucket < r.refBucket {
+		return time.Time{}
+	}
+	return time.UnixMilli(r.refUntil)
 }
 
 // serving is what the serving counter measured: over span, the live

@@ -24,13 +24,14 @@ const HoldMargin = 500 * time.Millisecond
 // Hold returns how long to hold a visit to room with ticket t at now
 // before deciding it (zero: decide at once). It holds only the check-in
 // of a FIFO waiter near the front (one its ticket told to check in twice
-// as often) in a second in which a decision of this engine already found
-// a waiter of its bucket or an earlier one behind the free slots (or no
-// slot free): it cannot go in before the next whole second (see
-// flows.refused). It holds only to the next whole second, while the
-// waiter's count lasts. It makes no store call and changes nothing; the caller holds
-// the request (or not: Hold is advice) and then calls Decide with the
-// time it wakes at.
+// as often: see nearFront) in a second in which a decision of this engine
+// already found a waiter of its bucket or an earlier one behind the free
+// slots (or no slot free): it cannot go in before the next whole second
+// (see flows.refused), and only to then (the next whole second, or the
+// moment the rate window's oldest second leaves it), while the waiter's
+// count lasts. It makes no store call and changes nothing; the
+// caller holds the request (or not: Hold is advice) and then calls Decide
+// with the time it wakes at.
 func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Duration {
 	if t == nil || t.State != usher.Waiting || t.CountedAt.IsZero() || t.NextCheckIn.IsZero() || t.Back || t.Joining {
 		return 0
@@ -46,11 +47,8 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 	case t.NextCheckIn.Sub(t.CountedAt) > checkInAfter(s.RefreshInterval/2, t.Jitter/2):
 		return 0 // not near the front at its last check-in
 	}
-	next := now.Truncate(time.Second).Add(time.Second)
-	if next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
-		return 0
-	}
-	if !e.flow.behind(room.ID, now, t.Bucket()) {
+	next := e.flow.behind(room.ID, now, t.Bucket())
+	if next.IsZero() || next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
 		return 0
 	}
 	return next.Sub(now)

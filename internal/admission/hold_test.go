@@ -65,9 +65,14 @@ func TestHoldRules(t *testing.T) {
 		{name: "refused behind it only", refused: bucket + 1, refusedAt: now.Add(-200 * time.Millisecond)},
 		{name: "refused in the second before", refused: bucket, refusedAt: now.Add(-400 * time.Millisecond)},
 		{name: "nothing refused"},
-		{name: "not near the front", refused: bucket, refusedAt: now, ticket: func() *usher.Ticket {
+		{name: "every refresh interval", refused: bucket, refusedAt: now, ticket: func() *usher.Ticket {
 			tk := near()
 			tk.CountedAt = now.Add(-2 * time.Second)
+			return &tk
+		}},
+		{name: "a grown interval", refused: bucket, refusedAt: now, ticket: func() *usher.Ticket {
+			tk := near()
+			tk.CountedAt = now.Add(-4 * time.Second)
 			return &tk
 		}},
 		{name: "early", refused: bucket, refusedAt: now, ticket: func() *usher.Ticket {

@@ -183,7 +183,7 @@ func (s *Store) Peek(_ context.Context, roomID string, now time.Time, bucket int
 	if r == nil {
 		return 0, usher.RoomStats{}, nil
 	}
-	ahead, st := r.peek(now.Unix(), bucket)
+	ahead, st := r.peek(now, bucket)
 	return ahead, st, nil
 }
 
@@ -219,7 +219,7 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(0, 0), nil
+	return r.stats(now.UnixMilli(), 0, 0), nil
 }
 
 // Lapsed implements usher.Store: the waiting counts expired since the
