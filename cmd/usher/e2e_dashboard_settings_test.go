@@ -52,6 +52,7 @@ rooms:
 // hookDelivery is one webhook delivery a receiver got.
 type hookDelivery struct {
 	sigOK bool
+	path  string
 	event struct {
 		Type string `json:"type"`
 		Room string `json:"room"`
@@ -75,7 +76,7 @@ func newHookReceiver(t *testing.T, secret string) *hookReceiver {
 	h := &hookReceiver{secret: secret}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var d hookDelivery
+		d := hookDelivery{path: r.URL.Path}
 		d.sigOK = notify.Verify([]byte(h.secret), r.Header.Get(notify.HeaderSignature), body, time.Now(), 5*time.Minute) == nil
 		_ = json.Unmarshal(body, &d.event)
 		h.mu.Lock()
@@ -264,6 +265,25 @@ func TestE2EDashboardSettings(t *testing.T) {
 		return len(h) == 1 && h[0].(map[string]any)["name"] == "ops"
 	})
 	waitUntil(t, tab, 10*time.Second, `document.getElementById("s-shop-hook0-url").value.indexOf("/…") > 0 && document.getElementById("s-shop-hook0-secret").value === ""`)
+	if eval[bool](t, tab, `(function () {
+		var s = `+jsString(hookSecret)+`, c = document.querySelectorAll("input, textarea");
+		for (var i = 0; i < c.length; i++) { if (c[i].value.indexOf(s) >= 0) { return true; } }
+		return document.documentElement.outerHTML.indexOf(s) >= 0 || document.body.innerText.indexOf("PATH-TOKEN") >= 0; })()`) {
+		t.Fatal("the page shows the webhook's secret or its URL's path after it was set")
+	}
+	// Edited as shown (URL as scheme and host, secret empty): its URL and
+	// secret are kept (the delivery below reaches the path, signed).
+	typeInto(t, tab, "#s-shop-hook0-events", "room.settings_changed, queueing.*")
+	click(t, tab, `[data-apply-group="webhooks"]`)
+	rows = dialogRows(t, tab)
+	if len(rows) != 1 || !strings.Contains(rows[0], `"events":["room.settings_changed","queueing.*"]`) {
+		t.Fatalf("the webhook's dialog shows %q", rows)
+	}
+	confirmApply(t, tab, rows...)
+	until(t, 10*time.Second, "the webhook's new events in the API", func() bool {
+		h, _ := room().Settings["webhooks"].([]any)
+		return len(h) == 1 && len(h[0].(map[string]any)["events"].([]any)) == 2
+	})
 
 	// An event, typed in: listed, and in force (running, its limit applied).
 	click(t, tab, `[data-room="shop"] details[data-panel="events"] > summary`)
@@ -286,7 +306,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 	waitUntil(t, tab, 10*time.Second, `(function () { var r = document.querySelector('[data-event="Flash sale"] [data-state]'); return !!r && r.textContent === "running"; })()`)
 	// The webhook got the event's creation, signed with its secret.
 	until(t, 15*time.Second, "a delivery of event.create", func() bool { _, ok := recv.find("event.create"); return ok })
-	if d, _ := recv.find("event.create"); !d.sigOK || d.event.Room != "shop" || d.event.Data.Token != "ops" {
+	if d, _ := recv.find("event.create"); !d.sigOK || d.path != "/hook/PATH-TOKEN" || d.event.Room != "shop" || d.event.Data.Token != "ops" {
 		t.Fatalf("the delivery of event.create: %+v", d)
 	}
 
@@ -385,7 +405,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %s %s %s", e.Version, e.Token, e.Action, e.Target))
 	}
 	wantActions := []string{"room.reset", "rule.delete", "rule.update", "rule.create", "event.delete", "event.update", "event.create",
-		"room.update", "room.update", "room.update"}
+		"room.update", "room.update", "room.update", "room.update"}
 	if len(au.Entries) != len(wantActions) {
 		t.Fatalf("the API's audit log: %q, want the actions %q", want, wantActions)
 	}
@@ -451,8 +471,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 			t.Errorf("%s %s with Authorization %q, If-Match %v", r.Method, r.URL, auth, r.Headers["If-Match"])
 		}
 	}
-	if writes != 12 {
-		t.Errorf("%d writes sent, want 12 (10 applied, 1 refused, 1 forbidden)", writes)
+	if writes != 13 {
+		t.Errorf("%d writes sent, want 13 (11 applied, 1 refused, 1 forbidden)", writes)
 	}
 	t.Logf("the whole run took %v", time.Since(started).Round(time.Second))
 }
