@@ -132,6 +132,12 @@
     $("readonly").hidden = role === "write";
     connect();
     loadAudit(false);
+    api("GET", "/api/v1/overrides").then(function (r) {
+      var o = r.ok && r.data && r.data.orphans;
+      $("orphans").hidden = !(o && o.length);
+      $("orphans").textContent = o && o.length ? "Runtime overrides are kept for rooms the config file does not have (applied to nothing): " +
+        o.join(", ") + ". A room of that id added to the file gets them." : "";
+    }, function () { /* the rooms' own views say the rest */ });
     clearInterval(waitTimer);
     waitTimer = setInterval(function () {
       Object.keys(rooms).forEach(function (id) { readWaits(rooms[id]); });
@@ -736,9 +742,14 @@
       if (!r.ok || !r.data) { st.mmsg.textContent = "Cannot read the room: " + errorText(r); return; }
       st.view = r.data;
       st.etag = r.etag || r.data.etag;
+      var key = focusKey(st, document.activeElement);
       renderSettings(st);
       renderEvents(st);
       renderRules(st);
+      if (key && !st.node.contains(document.activeElement)) {
+        var n = st.node.querySelector(key);
+        if (n) { n.focus(); }
+      }
       if (role !== "write") {
         st.node.querySelectorAll(".manage .panel button, .manage input, .manage select, .manage textarea").forEach(function (c) {
           c.disabled = true;
@@ -748,6 +759,19 @@
     }, function () {
       st.mmsg.textContent = "The admin listener cannot be reached.";
     });
+  }
+
+  // focusKey names the control e of a room's panels so that it can be
+  // found again after they are drawn anew: "" when there is none.
+  function focusKey(st, e) {
+    if (!e || !st.node.contains(e) || !e.closest(".panel-body")) { return ""; }
+    if (e.id) { return "#" + CSS.escape(e.id); }
+    var names = ["data-apply-group", "data-submit", "data-reset-all", "aria-label"];
+    for (var i = 0; i < names.length; i++) {
+      var v = e.getAttribute(names[i]);
+      if (v !== null) { return "[" + names[i] + "=\"" + CSS.escape(v) + "\"]"; }
+    }
+    return "";
   }
 
   function fid(st, scope, k) { return "s-" + st.id + "-" + scope + "-" + k.replace(/\./g, "-"); }
