@@ -366,6 +366,10 @@ func TestE2EDashboardSettings(t *testing.T) {
 			r.querySelector('details[data-panel="rules"]').open = false;
 			r.querySelector('details[data-panel="settings"]').scrollIntoView();
 			return true; })()`)
+		if err := chromedp.Do(tab, chromedp.EmulateViewport(1280, 1500)); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, tab, `(document.querySelector('[data-room="shop"] details[data-panel="settings"]').scrollIntoView(), true)`)
 		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 		if err != nil {
 			t.Fatal(err)
