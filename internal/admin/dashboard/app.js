@@ -715,15 +715,21 @@
       d.appendChild(el("summary", null, p[1] + " of " + (st.last.name || st.id)));
       var body = el("div", { "class": "panel-body" });
       d.appendChild(body);
-      // The first panel opened reads the room; the others show what was
-      // read (Reload, or any change made here, reads it again).
-      d.addEventListener("toggle", function () { if (d.open && !st.view) { loadRoom(st); } });
+      // A panel opened while the others are closed reads the room; one
+      // opened beside an open one shows what was read (Reload, or any
+      // change made here, reads it again).
+      d.addEventListener("toggle", function () {
+        if (!d.open) { return; }
+        var others = Object.keys(st.panels).filter(function (k) { return st.panels[k].details !== d && st.panels[k].details.open; });
+        if (!st.view || others.length === 0) { loadRoom(st); }
+      });
       box.appendChild(d);
       st.panels[p[0]] = { details: d, body: body };
     });
     var bar = el("div", { "class": "manage-bar" });
-    var reload = el("button", { type: "button", "class": "secondary ro-ok", "data-reload": "",
+    var reload = el("button", { type: "button", "class": "secondary ro-ok", "data-reload": "", hidden: "",
       "aria-label": "Reload the settings, events and rules of " + st.id }, "Reload");
+    st.reload = reload;
     reload.addEventListener("click", function () { loadRoom(st); });
     bar.appendChild(reload);
     st.mmsg = el("p", { "class": "note", role: "status", "data-manage-msg": "" });
@@ -742,6 +748,7 @@
       if (!r.ok || !r.data) { st.mmsg.textContent = "Cannot read the room: " + errorText(r); return; }
       st.view = r.data;
       st.etag = r.etag || r.data.etag;
+      st.reload.hidden = false;
       var key = focusKey(st, document.activeElement);
       renderSettings(st);
       renderEvents(st);
