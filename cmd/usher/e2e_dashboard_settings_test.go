@@ -137,10 +137,18 @@ func confirmApply(t *testing.T, tab context.Context, want ...string) {
 		t.Fatalf("the dialog shows %q, want %q", got, want)
 	}
 	click(t, tab, "#confirm-apply")
+	settled(t, tab)
+}
+
+// settled waits until the dialog closes after Apply (failing on a
+// refusal) and the room it changed is read and drawn again.
+func settled(t *testing.T, tab context.Context) {
+	t.Helper()
 	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open || document.getElementById("confirm-error").textContent !== ""`)
 	if msg := eval[string](t, tab, `document.getElementById("confirm-error").textContent`); msg != "" {
 		t.Fatalf("refused: %s", msg)
 	}
+	waitUntil(t, tab, 10*time.Second, `!document.querySelector('[aria-busy="true"]')`)
 }
 
 // until polls cond (an API check) every 100 ms for at most d.
@@ -207,7 +215,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 	login(t, tab, writeTok)
 	waitUntil(t, tab, 15*time.Second, `!!document.querySelector('[data-room="shop"] details[data-panel="settings"]')`)
 	click(t, tab, `[data-room="shop"] details[data-panel="settings"] > summary`)
-	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-limits-total_active_users")`)
+	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-limits-total_active_users") && !document.querySelector('[aria-busy="true"]')`)
 	if got := eval[string](t, tab, `document.querySelector('[data-overrides] .note').textContent`); !strings.HasPrefix(got, "None") {
 		t.Errorf("overrides before any change: %q", got)
 	}
@@ -287,7 +295,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 
 	// An event, typed in: listed, and in force (running, its limit applied).
 	click(t, tab, `[data-room="shop"] details[data-panel="events"] > summary`)
-	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-event-name")`)
+	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-event-name") && !document.querySelector('[aria-busy="true"]')`)
 	now := time.Now().UTC()
 	typeInto(t, tab, "#s-shop-event-name", "Flash sale")
 	typeInto(t, tab, "#s-shop-event-event_start_time", now.Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339))
@@ -298,7 +306,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("the event's dialog shows %q", got)
 	}
 	click(t, tab, "#confirm-apply")
-	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open`)
+	settled(t, tab)
 	until(t, 10*time.Second, "the event running with total_active_users 3", func() bool {
 		st, err := client.Status(ctx)
 		return err == nil && len(st.Rooms) == 1 && st.Rooms[0].Phase == "event" && st.Rooms[0].Event == "Flash sale" && st.Rooms[0].TotalActiveUsers == 3
@@ -326,7 +334,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("the delete dialog shows %q", got)
 	}
 	click(t, tab, "#confirm-apply")
-	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open`)
+	settled(t, tab)
 	until(t, 10*time.Second, "no event", func() bool { v := room(); return len(v.Events.Events) == 0 })
 
 	// A bypass rule: a new visitor to /health then passes the queue
@@ -334,8 +342,23 @@ func TestE2EDashboardSettings(t *testing.T) {
 	if !newVisitorWaits(t, pub, "/health") {
 		t.Fatal("a new visitor to /health passes before the rule")
 	}
-	click(t, tab, `[data-room="shop"] details[data-panel="rules"] > summary`)
-	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-rule-expression")`)
+	// The rules panel, opened from the keyboard.
+	if err := chromedp.Do(tab, chromedp.Focus(chromedp.CSS(`[data-room="shop"] details[data-panel="rules"] > summary`)), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, tab, 10*time.Second, `document.querySelector('[data-room="shop"] details[data-panel="rules"]').open && !!document.getElementById("s-shop-rule-expression") && !document.querySelector('[aria-busy="true"]')`)
+	// Every field of the three panels has a label, every button a name.
+	if bad := eval[[]string](t, tab, `(function () {
+		var bad = [];
+		document.querySelectorAll('[data-room="shop"] .manage :is(input, select, textarea)').forEach(function (c) {
+			if (!c.labels || c.labels.length === 0 || c.labels[0].textContent.trim() === "") { bad.push(c.id || c.outerHTML); }
+		});
+		document.querySelectorAll('[data-room="shop"] .manage button').forEach(function (b) {
+			if ((b.getAttribute("aria-label") || b.textContent).trim() === "") { bad.push(b.outerHTML); }
+		});
+		return bad; })()`); len(bad) != 0 {
+		t.Errorf("controls without a label or name: %q", bad)
+	}
 	typeInto(t, tab, "#s-shop-rule-description", "health")
 	typeInto(t, tab, "#s-shop-rule-expression", `path == "/health"`)
 	click(t, tab, `[data-submit="rule"]`)
@@ -355,7 +378,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("the delete dialog shows %q", got)
 	}
 	click(t, tab, "#confirm-apply")
-	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open`)
+	settled(t, tab)
 	until(t, 10*time.Second, "no rule", func() bool { return len(room().Rules.Rules) == 0 })
 
 	if p := os.Getenv(dashboardSettingsPNG); p != "" {
@@ -391,7 +414,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("the reset dialog shows %q, want a row per override (%d)", got, len(v.Overrides))
 	}
 	click(t, tab, "#confirm-apply")
-	waitUntil(t, tab, 10*time.Second, `!document.getElementById("confirm").open`)
+	settled(t, tab)
 	until(t, 10*time.Second, "no override", func() bool {
 		v := room()
 		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo"

@@ -709,6 +709,7 @@
   // from the API when one is opened.
   function makeManage(st) {
     var box = el("div", { "class": "manage" });
+    st.manage = box;
     st.panels = {};
     [["settings", "Settings"], ["events", "Events"], ["rules", "Rules"]].forEach(function (p) {
       var d = el("details", { "class": "panel", "data-panel": p[0] });
@@ -744,7 +745,9 @@
   // loadRoom reads the room (settings, overrides, events, rules and their
   // ETags) and draws its open panels again.
   function loadRoom(st) {
+    st.manage.setAttribute("aria-busy", "true");
     return api("GET", roomPath(st)).then(function (r) {
+      st.manage.removeAttribute("aria-busy");
       if (!r.ok || !r.data) { st.mmsg.textContent = "Cannot read the room: " + errorText(r); return; }
       st.view = r.data;
       st.etag = r.etag || r.data.etag;
@@ -764,6 +767,7 @@
         });
       }
     }, function () {
+      st.manage.removeAttribute("aria-busy");
       st.mmsg.textContent = "The admin listener cannot be reached.";
     });
   }
