@@ -42,6 +42,10 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 	case s.Suspended, s.QueueAll, s.QueueingMethod != usher.FIFO && s.QueueingMethod != "",
 		sched.Phase != usher.NoEvent && sched.Phase != usher.Running:
 		return 0
+	case sched.Autopilot.Enabled:
+		// Its limits move at any moment, freeing places between whole
+		// seconds: a refusal says nothing of the rest of the second.
+		return 0
 	case now.Before(t.NextCheckIn.Add(-tolerance(t))):
 		return 0 // early: decided by a Peek, nothing to gain
 	case t.NextCheckIn.Sub(t.CountedAt) > checkInAfter(s.RefreshInterval/2, t.Jitter/2):

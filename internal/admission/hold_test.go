@@ -99,6 +99,7 @@ func TestHoldRules(t *testing.T) {
 		{name: "no ticket", refused: bucket, refusedAt: now, ticket: func() *usher.Ticket { return nil }},
 		{name: "random room", refused: bucket, refusedAt: now, room: func(r *usher.Room) { r.QueueingMethod = usher.Random }},
 		{name: "queue all", refused: bucket, refusedAt: now, room: func(r *usher.Room) { r.QueueAll = true }},
+		{name: "autopilot", refused: bucket, refusedAt: now, room: func(r *usher.Room) { r.Autopilot.Enabled = true }},
 	}
 	for _, tt := range tests {
 		e := newEngine(t)
