@@ -47,6 +47,16 @@ type flow struct {
 	// prof is the profile of the second prof.sec, made at most once a
 	// second; it is never changed once made.
 	prof *profile
+	// clr is the serving counter's measure as clearing made it last, at
+	// second clr.sec for clr.fresh and clr.maxSpan: clearing runs on every
+	// waiting decision and scans every marker, so it reuses it within the
+	// second.
+	clr struct {
+		sec            int64
+		fresh, maxSpan time.Duration
+		sv             serving
+		ok             bool
+	}
 	// refUntil (unix ms) is when the latest refusal stops holding: until
 	// then no waiter of bucket refBucket or a later one can go in (see
 	// refused).
@@ -189,6 +199,16 @@ func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duratio
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.room(room)
+	if c := &r.clr; c.sec == now.Unix() && c.fresh == fresh && c.maxSpan == maxSpan {
+		return c.sv, c.ok
+	}
+	sv, ok = r.clearing(now, fresh, maxSpan)
+	r.clr.sec, r.clr.fresh, r.clr.maxSpan, r.clr.sv, r.clr.ok = now.Unix(), fresh, maxSpan, sv, ok
+	return sv, ok
+}
+
+// clearing is flows.clearing, unlocked and not reused.
+func (r *flow) clearing(now time.Time, fresh, maxSpan time.Duration) (sv serving, ok bool) {
 	ms := now.UnixMilli()
 	var best *marker
 	for k := range r.marks {

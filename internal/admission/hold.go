@@ -36,6 +36,14 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 	if t == nil || t.State != usher.Waiting || t.CountedAt.IsZero() || t.NextCheckIn.IsZero() || t.Back || t.Joining {
 		return 0
 	}
+	if now.Before(t.NextCheckIn.Add(-tolerance(t))) {
+		return 0 // early: decided by a Peek, nothing to gain
+	}
+	// The refusal first: it is the cheap test, and most check-ins fail it.
+	next := e.flow.behind(room.ID, now, t.Bucket())
+	if next.IsZero() || next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
+		return 0
+	}
 	sched := e.schedule(room, now)
 	s := &sched.Settings
 	switch {
@@ -46,14 +54,8 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 		// Its limits move at any moment, freeing places between whole
 		// seconds: a refusal says nothing of the rest of the second.
 		return 0
-	case now.Before(t.NextCheckIn.Add(-tolerance(t))):
-		return 0 // early: decided by a Peek, nothing to gain
 	case t.NextCheckIn.Sub(t.CountedAt) > checkInAfter(s.RefreshInterval/2, t.Jitter/2):
 		return 0 // not near the front at its last check-in
-	}
-	next := e.flow.behind(room.ID, now, t.Bucket())
-	if next.IsZero() || next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
-		return 0
 	}
 	return next.Sub(now)
 }
