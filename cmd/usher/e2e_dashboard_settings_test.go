@@ -481,6 +481,16 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("a read token's write changed the room: %v", v.Settings["total_active_users"])
 	}
 
+	// On a phone's width, the editor open, nothing overflows sideways.
+	click(t, rtab, "#confirm-cancel")
+	eval[bool](t, rtab, `(function () {
+		document.querySelectorAll('[data-room="shop"] details').forEach(function (d) { d.open = true; }); return true; })()`)
+	if err := chromedp.Do(rtab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, rtab, 10*time.Second, `!document.querySelector('[aria-busy="true"]') && !!document.getElementById("s-shop-rule-expression") &&
+		document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
+
 	// Every write the page sent carried If-Match and the token in the
 	// Authorization header only; the secret went only in the webhook's
 	// PATCH body.
