@@ -116,6 +116,11 @@ func click(t *testing.T, tab context.Context, sel string) {
 	}
 }
 
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -253,6 +258,27 @@ func TestE2EDashboardSettings(t *testing.T) {
 	click(t, tab, `[data-apply-group="queueing"]`)
 	confirmApply(t, tab, `queueing_method: "fifo" -> "random"`)
 	until(t, 10*time.Second, "queueing_method random in the API", func() bool { return room().Settings["queueing_method"] == "random" })
+
+	// A block not in force: Apply with nothing filled in changes nothing;
+	// a difficulty typed turns proof of work on, the block sent whole.
+	click(t, tab, `[data-apply-group="proof_of_work"]`)
+	waitUntil(t, tab, 5*time.Second, `document.querySelector("[data-manage-msg]").textContent === "Proof of work: nothing changed."`)
+	typeInto(t, tab, "#s-shop-proof_of_work-difficulty", "4")
+	click(t, tab, `[data-apply-group="proof_of_work"]`)
+	confirmApply(t, tab, "proof_of_work.difficulty: (not set) -> 4")
+	until(t, 10*time.Second, "proof_of_work in the API", func() bool {
+		return compactJSON(room().Settings["proof_of_work"]) == `{"always":false,"difficulty":4}`
+	})
+	// Its Reset in the overrides: back to the file's (none).
+	waitUntil(t, tab, 10*time.Second, `!!document.querySelector('[data-override="proof_of_work"] button')`)
+	click(t, tab, `[data-override="proof_of_work"] button`)
+	confirmApply(t, tab, `proof_of_work: {"always":false,"difficulty":4} -> (not set)`)
+	until(t, 10*time.Second, "no proof_of_work in the API", func() bool {
+		v := room()
+		_, on := v.Settings["proof_of_work"]
+		_, over := v.Overrides["proof_of_work"]
+		return !on && !over
+	})
 
 	// A webhook: its secret typed, never shown back; the next change is
 	// delivered to it, signed.
@@ -432,7 +458,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %s %s %s", e.Version, e.Token, e.Action, e.Target))
 	}
 	wantActions := []string{"room.reset", "rule.delete", "rule.update", "rule.create", "event.delete", "event.update", "event.create",
-		"room.update", "room.update", "room.update", "room.update"}
+		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
 	if len(au.Entries) != len(wantActions) {
 		t.Fatalf("the API's audit log: %q, want the actions %q", want, wantActions)
 	}
@@ -508,8 +534,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 			t.Errorf("%s %s with Authorization %q, If-Match %v", r.Method, r.URL, auth, r.Headers["If-Match"])
 		}
 	}
-	if writes != 13 {
-		t.Errorf("%d writes sent, want 13 (11 applied, 1 refused, 1 forbidden)", writes)
+	if writes != 15 {
+		t.Errorf("%d writes sent, want 15 (13 applied, 1 refused, 1 forbidden)", writes)
 	}
 	t.Logf("the whole run took %v", time.Since(started).Round(time.Second))
 }
