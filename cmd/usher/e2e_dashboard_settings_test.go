@@ -319,6 +319,23 @@ func TestE2EDashboardSettings(t *testing.T) {
 		return len(h) == 1 && len(h[0].(map[string]any)["events"].([]any)) == 2
 	})
 
+	// Advanced, the room as JSON: retyped with one value changed, only that
+	// field is sent (the webhooks, shown with "(set)" and "/…", are not).
+	click(t, tab, `[data-room="shop"] details.advanced > summary`)
+	waitUntil(t, tab, 5*time.Second, `document.querySelector('[data-room="shop"] details.advanced').open`)
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(eval[string](t, tab, `document.getElementById("s-shop-json-settings").value`)), &settings); err != nil {
+		t.Fatal(err)
+	}
+	if settings["refresh_interval"] != "20s" || !strings.Contains(compactJSON(settings["webhooks"]), `"secret":"(set)"`) {
+		t.Fatalf("the JSON shows %v", settings)
+	}
+	settings["refresh_interval"] = "10s"
+	typeInto(t, tab, "#s-shop-json-settings", compactJSON(settings))
+	click(t, tab, `[data-apply-group="json"]`)
+	confirmApply(t, tab, `refresh_interval: "20s" -> "10s"`)
+	until(t, 10*time.Second, "refresh_interval 10s in the API", func() bool { return room().Settings["refresh_interval"] == "10s" })
+
 	// An event, typed in: listed, and in force (running, its limit applied).
 	click(t, tab, `[data-room="shop"] details[data-panel="events"] > summary`)
 	waitUntil(t, tab, 10*time.Second, `!!document.getElementById("s-shop-event-name") && !document.querySelector('[aria-busy="true"]')`)
@@ -431,7 +448,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 
 	// Reset to the file: every override dropped.
 	v := room()
-	if len(v.Overrides) != 5 {
+	if len(v.Overrides) != 6 {
 		t.Errorf("overrides before the reset: %v", v.Overrides)
 	}
 	waitUntil(t, tab, 10*time.Second, `!!document.querySelector('[data-reset-all]')`)
@@ -443,7 +460,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 	settled(t, tab)
 	until(t, 10*time.Second, "no override", func() bool {
 		v := room()
-		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo"
+		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo" && v.Settings["refresh_interval"] == "20s"
 	})
 	waitUntil(t, tab, 10*time.Second, `document.querySelector('[data-overrides] .note').textContent.indexOf("None") === 0`)
 
@@ -458,7 +475,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %s %s %s", e.Version, e.Token, e.Action, e.Target))
 	}
 	wantActions := []string{"room.reset", "rule.delete", "rule.update", "rule.create", "event.delete", "event.update", "event.create",
-		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
+		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
 	if len(au.Entries) != len(wantActions) {
 		t.Fatalf("the API's audit log: %q, want the actions %q", want, wantActions)
 	}
@@ -534,8 +551,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 			t.Errorf("%s %s with Authorization %q, If-Match %v", r.Method, r.URL, auth, r.Headers["If-Match"])
 		}
 	}
-	if writes != 15 {
-		t.Errorf("%d writes sent, want 15 (13 applied, 1 refused, 1 forbidden)", writes)
+	if writes != 16 {
+		t.Errorf("%d writes sent, want 16 (14 applied, 1 refused, 1 forbidden)", writes)
 	}
 	t.Logf("the whole run took %v", time.Since(started).Round(time.Second))
 }
