@@ -245,6 +245,28 @@ func TestE2EDashboardSettings(t *testing.T) {
 	}
 
 	// session_duration, typed; queueing_method, chosen from the keyboard.
+	// The room changed by someone else while the dialog is open: Apply
+	// sends the ETag read before, and the API's 412 is shown; nothing
+	// changes. Reload, and the same change goes through.
+	typeInto(t, tab, "#s-shop-session-session_duration", "7m")
+	click(t, tab, `[data-apply-group="session"]`)
+	if got := dialogRows(t, tab); !slices.Equal(got, []string{`session_duration: "5m" -> "7m"`}) {
+		t.Fatalf("the dialog shows %q", got)
+	}
+	if _, err := admin.NewClient(adm, writeTok).PatchRoom(ctx, "shop", room().ETag, map[string]any{"disable_session_renewal": true}); err != nil {
+		t.Fatal(err)
+	}
+	click(t, tab, "#confirm-apply")
+	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm-error").textContent.indexOf("changed since that ETag") >= 0`)
+	t.Logf("stale: %s", eval[string](t, tab, `document.getElementById("confirm-error").textContent`))
+	if v := room(); v.Settings["session_duration"] != "5m" || v.Settings["disable_session_renewal"] != true {
+		t.Fatalf("after a stale change: %v", v.Settings)
+	}
+	click(t, tab, "#confirm-cancel")
+	click(t, tab, `[data-room="shop"] [data-reload]`)
+	waitUntil(t, tab, 10*time.Second, `!document.querySelector('[aria-busy="true"]') &&
+		document.querySelector('[data-group="session"] [data-now="disable_session_renewal"]').textContent.indexOf("in force: true") === 0 &&
+		document.getElementById("s-shop-session-session_duration").value === "5m"`)
 	typeInto(t, tab, "#s-shop-session-session_duration", "7m")
 	click(t, tab, `[data-apply-group="session"]`)
 	confirmApply(t, tab, `session_duration: "5m" -> "7m"`)
@@ -448,7 +470,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 
 	// Reset to the file: every override dropped.
 	v := room()
-	if len(v.Overrides) != 6 {
+	if len(v.Overrides) != 7 {
 		t.Errorf("overrides before the reset: %v", v.Overrides)
 	}
 	waitUntil(t, tab, 10*time.Second, `!!document.querySelector('[data-reset-all]')`)
@@ -460,7 +482,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 	settled(t, tab)
 	until(t, 10*time.Second, "no override", func() bool {
 		v := room()
-		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo" && v.Settings["refresh_interval"] == "20s"
+		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo" &&
+			v.Settings["refresh_interval"] == "20s" && v.Settings["disable_session_renewal"] == false
 	})
 	waitUntil(t, tab, 10*time.Second, `document.querySelector('[data-overrides] .note').textContent.indexOf("None") === 0`)
 
@@ -475,7 +498,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %s %s %s", e.Version, e.Token, e.Action, e.Target))
 	}
 	wantActions := []string{"room.reset", "rule.delete", "rule.update", "rule.create", "event.delete", "event.update", "event.create",
-		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
+		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
 	if len(au.Entries) != len(wantActions) {
 		t.Fatalf("the API's audit log: %q, want the actions %q", want, wantActions)
 	}
@@ -487,9 +510,10 @@ func TestE2EDashboardSettings(t *testing.T) {
 	const auditRows = `Array.prototype.map.call(document.querySelectorAll("#audit-rows tr[data-version]"), function (tr) {
 		return tr.cells[0].textContent + " " + tr.cells[2].textContent + " " + tr.cells[3].textContent + " " + tr.cells[4].textContent; })`
 	waitUntil(t, tab, 10*time.Second, auditRows+`.join("\n") === `+jsString(strings.Join(want, "\n")))
-	if got := eval[string](t, tab, `document.querySelector('#audit-rows tr[data-action="room.update"][data-target="rooms/shop"]:last-child').cells[5].textContent + " " +
-		document.querySelector('#audit-rows tr[data-action="room.update"][data-target="rooms/shop"]:last-child').cells[6].textContent`); got != `{"session_duration":"5m"} {"session_duration":"7m"}` {
-		t.Errorf("the audit view's oldest entry shows before/after %q", got)
+	if got := eval[[]string](t, tab, `Array.prototype.map.call(document.querySelectorAll('#audit-rows tr[data-action="room.update"]'), function (tr) {
+		return tr.cells[5].textContent + " " + tr.cells[6].textContent; })`); !slices.Contains(got, `{"session_duration":"5m"} {"session_duration":"7m"}`) ||
+		!slices.Contains(got, `{"disable_session_renewal":false} {"disable_session_renewal":true}`) {
+		t.Errorf("the audit view's room.update entries show before/after %q", got)
 	}
 
 	// A read token: the editor is there, every control disabled; a write
@@ -551,8 +575,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 			t.Errorf("%s %s with Authorization %q, If-Match %v", r.Method, r.URL, auth, r.Headers["If-Match"])
 		}
 	}
-	if writes != 16 {
-		t.Errorf("%d writes sent, want 16 (14 applied, 1 refused, 1 forbidden)", writes)
+	if writes != 17 {
+		t.Errorf("%d writes sent, want 17 (14 applied, 1 refused, 1 stale, 1 forbidden)", writes)
 	}
 	t.Logf("the whole run took %v", time.Since(started).Round(time.Second))
 }
