@@ -251,6 +251,12 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		// Its first check-in: from the joining bucket to its place.
 		op.FromBucket = tk.JoinBucket()
 	}
+	if !fresh {
+		// The ticket may be one answer behind the store's record (a call
+		// that timed out after the store applied it): it takes the record
+		// over once an honest page would have come back (see takeOverBy).
+		op.TakeOver = takeOverBy(&tk, s, now)
+	}
 	if v.Invite == usher.InviteAdmit {
 		op.Force = true // in at once, counted
 	}
@@ -427,15 +433,62 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	return d, nil
 }
 
+// takeOverAfter is how long after the store counted a check-in whose
+// answer was lost the ticket presented for it may take the store's record
+// over: as long as a page that got no answer waits before it checks in
+// again (the refresh interval and its jitter, see failDecision), or as its
+// ticket's own interval if that is longer, less the usual tolerance; at
+// least a second. So the visitor's record moves no more often through
+// takeovers than through its tickets: copies of a ticket gain no check-ins.
+func takeOverAfter(tk *usher.Ticket, s *usher.Settings) time.Duration {
+	d := max(checkInAfter(s.RefreshInterval, tk.Jitter), tk.NextCheckIn.Sub(tk.CountedAt))
+	return max(d-tolerance(tk), time.Second)
+}
+
+// takeOverBy returns the latest count of the store's record that tk,
+// presented at now, may take over (usher.AdmitOp.TakeOver). In a random
+// room the record must also be from an earlier draw window, so that the
+// lost check-in's draw and the takeover's are never in the same window.
+func takeOverBy(tk *usher.Ticket, s *usher.Settings, now time.Time) time.Time {
+	by := now.Add(-takeOverAfter(tk, s))
+	if s.QueueingMethod == usher.Random {
+		ms := max(s.RefreshInterval.Milliseconds(), 1)
+		if start := time.UnixMilli(window(now, s.RefreshInterval) * ms).Add(-time.Millisecond); start.Before(by) {
+			by = start
+		}
+	}
+	return by.UTC()
+}
+
+// takeOverAt returns the first moment at which tk may take over a record
+// counted at at: the inverse of takeOverBy.
+func takeOverAt(tk *usher.Ticket, s *usher.Settings, at time.Time) time.Time {
+	t := at.Add(takeOverAfter(tk, s))
+	if s.QueueingMethod == usher.Random {
+		ms := max(s.RefreshInterval.Milliseconds(), 1)
+		if next := time.UnixMilli((window(at, s.RefreshInterval) + 1) * ms); next.After(t) {
+			t = next
+		}
+	}
+	return t
+}
+
 // replayed answers a waiting ticket the store had already counted on. The
 // visitor's own parallel request may have been admitted a moment ago (a
 // page and its JSON at once, a proxy asking twice): within ReplayGrace it
-// gets the same admission. Otherwise nothing changes: the ticket is not
-// sent again and the waiter sees its place.
+// gets the same admission. So does, while the session runs, the ticket the
+// admission was counted from (the visitor never got the answer that
+// carried it: a call that timed out after the store applied it), and the
+// ticket a failed call gave a new visitor whose admission the store
+// counted. Otherwise nothing changes: the ticket is not sent again and the
+// waiter sees its place; a ticket one answer behind is told when it may
+// take the store's record over.
 func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
 	d.Replay = true
 	rec := res.Record
-	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
+	behind := !rec.From.IsZero() && rec.From.Equal(tk.CountedAt)
+	if rec.Admitted && rec.Cell > now.Unix() &&
+		(now.Sub(rec.At) <= ReplayGrace || behind || rec.At.Equal(tk.CountedAt)) {
 		at := tk
 		at.State = usher.Admitted
 		at.AdmittedAt, at.CountedAt = rec.At, rec.At
@@ -453,6 +506,12 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	d.RefreshAfter = checkInAfter(sched.RefreshInterval, tk.Jitter)
 	if !tk.NextCheckIn.IsZero() {
 		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
+	}
+	if behind && !rec.Admitted {
+		// Back when it may take the record over (it came too soon).
+		if w := takeOverAt(&tk, &sched.Settings, rec.At).Sub(now); w > 0 {
+			d.RefreshAfter = max(time.Second, (w + time.Second - 1).Truncate(time.Second))
+		}
 	}
 	e.estimate(&d, room, tk.Bucket(), res, sched, now)
 	return d
