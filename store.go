@@ -36,8 +36,9 @@ import (
 // also says which ticket its count was made from (Record.From), so that
 // this ticket, and no other, can take the record over (AdmitOp.TakeOver):
 // a waiting record is counted on from it as if the lost answer had been
-// delivered, but no sooner after the record's count than the op allows,
-// so that copies of a ticket are counted no more often than one ticket.
+// delivered, but no sooner than the op allows (when the record's own
+// check-in would have been due), so that copies of a ticket are counted no
+// more often than one ticket.
 // An admitted record is never taken over (the engine delivers its session
 // to that ticket instead).
 type Store interface {
@@ -218,10 +219,13 @@ type AdmitOp struct {
 	// TakeOver, when not zero, lets the ticket presented take over the
 	// visitor's waiting record when that record was counted from it
 	// (Record.From equals From.At: an answer the visitor never got) at or
-	// before TakeOver: the op is then applied as if From were the
-	// record's own ticket (AdmitResult.TookOver), and the new record is
-	// still counted from From.At. Otherwise such a ticket is a replay.
-	TakeOver time.Time
+	// before TakeOver, in a cell that expires at or before TakeOverCell
+	// (a unix second; zero: any cell): the op is then applied as if From
+	// were the record's own ticket (AdmitResult.TookOver), and the new
+	// record is still counted from From.At. Otherwise such a ticket is a
+	// replay.
+	TakeOver     time.Time
+	TakeOverCell int64
 }
 
 // ClientOp is a per-client limit on new tickets.

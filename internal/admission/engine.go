@@ -254,8 +254,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	if !fresh {
 		// The ticket may be one answer behind the store's record (a call
 		// that timed out after the store applied it): it takes the record
-		// over once an honest page would have come back (see takeOverBy).
-		op.TakeOver = takeOverBy(&tk, s, now)
+		// over once its own check-in would have been due (see takeOverBy).
+		takeOverBy(&op, s, now)
 	}
 	if v.Invite == usher.InviteAdmit {
 		op.Force = true // in at once, counted
@@ -307,6 +307,13 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	if res.Replay {
+		if lapsedAdmission(res.Record, &tk, now) {
+			// Its admission was counted but never delivered, and the
+			// session has ended: it starts over as a new visitor, as the
+			// admitted ticket would have (a ticket is admitted once).
+			v.Ticket, v.Invite = nil, 0
+			return e.Decide(ctx, room, v)
+		}
 		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
 	if res.OverClient {
@@ -433,44 +440,50 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	return d, nil
 }
 
-// takeOverAfter is how long after the store counted a check-in whose
-// answer was lost the ticket presented for it may take the store's record
-// over: as long as a page that got no answer waits before it checks in
-// again (the refresh interval and its jitter, see failDecision), or as its
-// ticket's own interval if that is longer, less the usual tolerance; at
-// least a second. So the visitor's record moves no more often through
-// takeovers than through its tickets: copies of a ticket gain no check-ins.
-func takeOverAfter(tk *usher.Ticket, s *usher.Settings) time.Duration {
-	d := max(checkInAfter(s.RefreshInterval, tk.Jitter), tk.NextCheckIn.Sub(tk.CountedAt))
-	return max(d-tolerance(tk), time.Second)
-}
-
-// takeOverBy returns the latest count of the store's record that tk,
-// presented at now, may take over (usher.AdmitOp.TakeOver). In a random
-// room the record must also be from an earlier draw window, so that the
-// lost check-in's draw and the takeover's are never in the same window.
-func takeOverBy(tk *usher.Ticket, s *usher.Settings, now time.Time) time.Time {
-	by := now.Add(-takeOverAfter(tk, s))
+// takeOverBy sets op's TakeOver and TakeOverCell for a ticket presented
+// at now: a store's record counted from it (an answer the visitor never
+// got) is taken over only once that record's own next check-in would have
+// been due, when its waiting cell expires within Grace(refresh_interval)
+// of now (a waiting cell expires a grace after its ticket's next check-in,
+// and no grace is shorter), and a second or more after it was counted. So
+// the visitor's record moves no more often through takeovers than through
+// its tickets: copies of a ticket gain no check-ins. In a random room the
+// record must also be from an earlier draw window, so that the lost
+// check-in's draw and the takeover's are never in the same window.
+func takeOverBy(op *usher.AdmitOp, s *usher.Settings, now time.Time) {
+	by := now.Add(-time.Second)
 	if s.QueueingMethod == usher.Random {
 		ms := max(s.RefreshInterval.Milliseconds(), 1)
 		if start := time.UnixMilli(window(now, s.RefreshInterval) * ms).Add(-time.Millisecond); start.Before(by) {
 			by = start
 		}
 	}
-	return by.UTC()
+	op.TakeOver = by.UTC()
+	op.TakeOverCell = now.Add(Grace(s.RefreshInterval)).Unix()
 }
 
-// takeOverAt returns the first moment at which tk may take over a record
-// counted at at: the inverse of takeOverBy.
-func takeOverAt(tk *usher.Ticket, s *usher.Settings, at time.Time) time.Time {
-	t := at.Add(takeOverAfter(tk, s))
+// takeOverAt returns the first moment at which the ticket a record was
+// counted from may take it over: the inverse of takeOverBy.
+func takeOverAt(s *usher.Settings, rec usher.Record) time.Time {
+	t := rec.At.Add(time.Second)
+	if c := time.Unix(rec.Cell, 0).Add(-Grace(s.RefreshInterval)); rec.Cell != 0 && c.After(t) {
+		t = c
+	}
 	if s.QueueingMethod == usher.Random {
 		ms := max(s.RefreshInterval.Milliseconds(), 1)
-		if next := time.UnixMilli((window(at, s.RefreshInterval) + 1) * ms); next.After(t) {
+		if next := time.UnixMilli((window(rec.At, s.RefreshInterval) + 1) * ms); next.After(t) {
 			t = next
 		}
 	}
 	return t
+}
+
+// lapsedAdmission reports whether rec, the store's record of the visitor
+// of waiting ticket tk, is an admission counted from tk (or the one a
+// failed call gave tk for) whose session has ended by now.
+func lapsedAdmission(rec usher.Record, tk *usher.Ticket, now time.Time) bool {
+	return rec.Admitted && rec.Cell != 0 && rec.Cell <= now.Unix() &&
+		((!rec.From.IsZero() && rec.From.Equal(tk.CountedAt)) || rec.At.Equal(tk.CountedAt))
 }
 
 // replayed answers a waiting ticket the store had already counted on. The
@@ -509,7 +522,7 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	}
 	if behind && !rec.Admitted {
 		// Back when it may take the record over (it came too soon).
-		if w := takeOverAt(&tk, &sched.Settings, rec.At).Sub(now); w > 0 {
+		if w := takeOverAt(&sched.Settings, rec).Sub(now); w > 0 {
 			d.RefreshAfter = max(time.Second, (w + time.Second - 1).Truncate(time.Second))
 		}
 	}

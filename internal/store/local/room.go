@@ -49,10 +49,11 @@ func (rc record) public() usher.Record {
 
 // takesOver reports whether op's ticket, older than the visitor's record
 // rc, takes the record over: a waiting record counted from that very
-// ticket, no later than op allows (usher.AdmitOp.TakeOver).
+// ticket, no later and in no later cell than op allows
+// (usher.AdmitOp.TakeOver).
 func takesOver(op *usher.AdmitOp, rc record, from int64) bool {
 	return !op.TakeOver.IsZero() && !rc.admitted && from != 0 && from == rc.from &&
-		rc.at <= op.TakeOver.UnixMilli()
+		rc.at <= op.TakeOver.UnixMilli() && (op.TakeOverCell == 0 || rc.cell <= op.TakeOverCell)
 }
 
 // room is one room's counters and records. It is not safe for concurrent

@@ -161,12 +161,12 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep),
 		itoa(op.FromBucket), itoa(op.DrawBefore))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
-		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)))
+		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
 	} else {
-		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)))
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()

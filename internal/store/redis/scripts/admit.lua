@@ -7,7 +7,8 @@
 -- (0: bucket), draw before (0: every bucket draws), client limit per
 -- minute (0: none), refuse (0/1), back bucket, take over (ms: a waiting
 -- record counted from the ticket presented at or before it is taken over;
--- 0: never), then the client's Depth sketch cells.
+-- 0: never), take over cell (the record's cell expires at or before it;
+-- 0: any), then the client's Depth sketch cells.
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
 -- born, rec, replay, record at, record cell, record admitted, over,
@@ -21,8 +22,8 @@ local random, draw = ARGV[16] == '1', tonumber(ARGV[17])
 local joining, counted, keep = ARGV[18] == '1', tonumber(ARGV[19]), tonumber(ARGV[20])
 local fromBucket, drawBefore = tonumber(ARGV[21]), tonumber(ARGV[22])
 local clientMax, refuse, back = tonumber(ARGV[23]), ARGV[24] == '1', tonumber(ARGV[25])
-local takeOver = tonumber(ARGV[26])
-local CELLS = 27 -- the first sketch cell's ARGV
+local takeOver, takeOverCell = tonumber(ARGV[26]), tonumber(ARGV[27])
+local CELLS = 28 -- the first sketch cell's ARGV
 if fromBucket == 0 then
   fromBucket = bucket
 end
@@ -97,7 +98,7 @@ local rc = record(V, now)
 -- The ticket a waiting record was counted from, whose answer was lost,
 -- takes the record over once the op allows it.
 local took = rc and fromAt < rc.at and takeOver > 0 and not rc.admitted and fromAt > 0 and
-  fromAt == rc.from and rc.at <= takeOver
+  fromAt == rc.from and rc.at <= takeOver and (takeOverCell == 0 or rc.cell <= takeOverCell)
 if rc and (fromAt < rc.at or rc.admitted) and not took then
   -- A ticket older than the one counted last, or any waiting ticket of a
   -- visitor the room admitted: a replay. Nothing changes.
