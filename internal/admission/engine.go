@@ -523,7 +523,7 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	if behind && !rec.Admitted {
 		// Back when it may take the record over (it came too soon).
 		if w := takeOverAt(&sched.Settings, rec).Sub(now); w > 0 {
-			d.RefreshAfter = max(time.Second, (w + time.Second - 1).Truncate(time.Second))
+			d.RefreshAfter = max(d.RefreshAfter, (w + time.Second - 1).Truncate(time.Second))
 		}
 	}
 	e.estimate(&d, room, tk.Bucket(), res, sched, now)
