@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -76,6 +77,9 @@ type Engine struct {
 	brk     breaker
 	revoked revoked
 	flow    flows // what this engine saw of each line, for estimates
+	// lost counts decisions on a ticket one answer behind the store's
+	// record: takeovers, and lost admissions delivered or started over.
+	lost atomic.Int64
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
 
@@ -308,6 +312,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d.Stats = res.RoomStats
 	if res.Replay {
 		if lapsedAdmission(res.Record, &tk, now) {
+			e.lost.Add(1)
 			// Its admission was counted but never delivered, and the
 			// session has ended: it starts over as a new visitor, as the
 			// admitted ticket would have (a ticket is admitted once).
@@ -325,6 +330,9 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		tk.Place, tk.Back = op.Client.Back, true
 	}
 	d.TicketChanged = true
+	if res.TookOver {
+		e.lost.Add(1)
+	}
 	if fresh {
 		e.observeArrived(room.ID, now)
 	}
@@ -502,6 +510,9 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	behind := !rec.From.IsZero() && rec.From.Equal(tk.CountedAt)
 	if rec.Admitted && rec.Cell > now.Unix() &&
 		(now.Sub(rec.At) <= ReplayGrace || behind || rec.At.Equal(tk.CountedAt)) {
+		if now.Sub(rec.At) > ReplayGrace {
+			e.lost.Add(1) // a lost admission delivered
+		}
 		at := tk
 		at.State = usher.Admitted
 		at.AdmittedAt, at.CountedAt = rec.At, rec.At

@@ -137,6 +137,9 @@ func TestLostWaitingAnswerKeepsTheTurn(t *testing.T) {
 	if p.replays > 1 {
 		t.Fatalf("%d of its check-ins were taken for replays, want at most 1", p.replays)
 	}
+	if st.took != 1 || e.LostAnswers() != 1 {
+		t.Fatalf("%d takeovers, LostAnswers %d; want 1 and 1", st.took, e.LostAnswers())
+	}
 }
 
 // TestLostAdmissionIsDelivered: an admission the store applied but whose
@@ -173,6 +176,9 @@ func TestLostAdmissionIsDelivered(t *testing.T) {
 	}
 	if st, _ := e.Status(context.Background(), &room, now); st.Active != 1 {
 		t.Fatalf("active %d, want 1", st.Active)
+	}
+	if e.LostAnswers() != 1 {
+		t.Fatalf("LostAnswers %d, want the one delivered admission", e.LostAnswers())
 	}
 }
 
@@ -488,6 +494,9 @@ func TestLapsedLostAdmissionStartsOver(t *testing.T) {
 	d := decide(t, e, &room, &w, later)
 	if d.Outcome != usher.Wait || d.NewlyAdmitted || d.Replay {
 		t.Fatalf("the ticket of a lapsed lost admission: %v newly %v replay %v, want a new visitor waiting", d.Outcome, d.NewlyAdmitted, d.Replay)
+	}
+	if e.LostAnswers() != 1 {
+		t.Fatalf("LostAnswers %d, want 1", e.LostAnswers())
 	}
 	if d.Ticket.VisitorID == w.VisitorID || !d.Ticket.ArrivedAt.Equal(later) || d.Position != 2 {
 		t.Fatalf("it starts over as visitor %x arrived %v at place %d, want a new visitor behind %x", d.Ticket.VisitorID, d.Ticket.ArrivedAt, d.Position, behind.VisitorID)
