@@ -509,3 +509,42 @@ func TestLapsedLostAdmissionStartsOver(t *testing.T) {
 		}
 	}
 }
+
+// TestLostAnswerLeavesNoGap: a page whose check-in answer was lost comes
+// back a refresh interval after the failure reached it (a store timeout of
+// up to 1.5 s later) and takes the record over before the record's cell
+// expires: the waiter is counted without a gap, so nobody behind it passes
+// it meanwhile. 40 jitters at each of three refresh intervals.
+func TestLostAnswerLeavesNoGap(t *testing.T) {
+	for _, failAfter := range []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond} {
+		for _, r := range []time.Duration{2 * time.Second, 5 * time.Second, 20 * time.Second} {
+			for seed := range uint64(40) {
+				e, st := newLossy(t)
+				e.rng = newRand(seed + 100)
+				room := lostRoom(r)
+				room.SessionDuration = time.Hour
+				decide(t, e, &room, nil, t0)
+				p := &page{tk: decide(t, e, &room, nil, t0.Add(time.Second)).Ticket}
+				lostAt := p.tk.NextCheckIn
+				st.lose = 1
+				p.step(t, e, &room, lostAt)
+				if len(st.lost) != 1 {
+					t.Fatal("the check-in's answer was not lost")
+				}
+				p.next = p.next.Add(failAfter) // the failure reaches the page late
+				for now := lostAt; now.Before(lostAt.Add(3 * r)); now = now.Add(100 * time.Millisecond) {
+					if !now.Before(p.next) {
+						p.step(t, e, &room, now)
+					}
+					if s, _ := e.Status(context.Background(), &room, now); s.Waiting != 1 {
+						t.Fatalf("refresh %v, failure after %v, jitter %v: %d waiting at +%v after the lost answer, want the waiter counted throughout",
+							r, failAfter, p.tk.Jitter, s.Waiting, now.Sub(lostAt))
+					}
+				}
+				if st.took != 1 {
+					t.Fatalf("refresh %v, failure after %v: %d takeovers, want 1", r, failAfter, st.took)
+				}
+			}
+		}
+	}
+}
