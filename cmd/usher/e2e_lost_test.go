@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/store/redis/redistest"
 )
 
@@ -146,6 +148,136 @@ func TestE2ELostAnswersRedis(t *testing.T) {
 	for i := range 4 {
 		if name := fmt.Sprintf("h%d", i+1); line.in(name).IsZero() {
 			t.Errorf("%s never went in", name)
+		}
+	}
+	if maxActive > 1 {
+		t.Errorf("the room counted %d sessions at once, over its limit of 1", maxActive)
+	}
+}
+
+// TestE2EAdversaryLostAnswerCopies: the attacker of a line whose answers
+// are lost now and then (a node on a real redis-server behind a link that
+// holds Redis's answers back past the timeout for a second every 6 s): it
+// keeps every ticket it is given and presents each of them (the latest 20)
+// every 100 ms, so that whichever is one answer behind the store's record
+// is there to take it over. An honest waiter is ahead of it, two behind.
+// Asserted: its place is admitted at most once (distinct admissions of
+// its visitor id, tickets opened with the node's key); it does not pass
+// the waiter ahead; every honest waiter goes in; the room never counts
+// two sessions.
+func TestE2EAdversaryLostAnswerCopies(t *testing.T) {
+	advSkip(t)
+	t.Parallel()
+	rd := redistest.StartServer(t)
+	link := newSlowLink(t, rd.Addr(), time.Second)
+	n := newAdvNode(t, advRedis(link.addr(), "closed"), "", advRoomOfOne, "sale")
+	url := n.url("/buy")
+	rt := advTransport()
+	defer rt.CloseIdleConnections()
+	t0 := time.Now()
+	newAdvClient("filler", rt).mustAdmit(t, url, "first")
+	stop := make(chan struct{})
+	peak := n.watchActive("sale", stop)
+	line := newHonestLine()
+	line.arrive(t, newAdvClient("ahead", rt), url, stop)
+
+	nextSecond()
+	att := newAdvClient("attacker", rt)
+	first := att.mustWait(t, url, "on arrival").set
+	tk0, err := n.open("sale", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newAdmissions(n, "sale")
+	var (
+		mu      sync.Mutex
+		placeIn = map[int64]time.Time{} // the place's admissions: AdmittedAt -> answer
+		held    = []*http.Cookie{first}
+		sent    int
+	)
+	var attackWG sync.WaitGroup
+	attackWG.Go(func() {
+		seen := map[string]bool{first.Value: true}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, ck := range held[max(0, len(held)-20):] {
+				a, err := att.send(url, ck)
+				log.note(a, err)
+				sent++
+				if err != nil || a.set == nil || seen[a.set.Value] {
+					continue
+				}
+				seen[a.set.Value] = true
+				held = append(held, a.set)
+				if tk, err := n.open("sale", a.set); err == nil && tk.State == usher.Admitted && tk.VisitorID == tk0.VisitorID {
+					mu.Lock()
+					if _, ok := placeIn[tk.AdmittedAt.UnixMilli()]; !ok {
+						placeIn[tk.AdmittedAt.UnixMilli()] = a.recv
+					}
+					mu.Unlock()
+				}
+			}
+		}
+	})
+	line.arrive(t, newAdvClient("behind1", rt), url, stop)
+	line.arrive(t, newAdvClient("behind2", rt), url, stop)
+
+	var lossWG sync.WaitGroup
+	lossWG.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Second):
+			}
+			link.slow.Store(true)
+			select {
+			case <-stop:
+			case <-time.After(time.Second):
+			}
+			link.slow.Store(false)
+		}
+	})
+	start := time.Now()
+	deadline := start.Add(110 * time.Second)
+	for !(line.allIn() && time.Since(start) >= 50*time.Second) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stop)
+	attackWG.Wait()
+	lossWG.Wait()
+	line.wg.Wait()
+	maxActive, fails := peak.result()
+	lost := n.metric(t, "usher_lost_answers_total")
+	errs := n.metric(t, "usher_store_errors_total")
+	_, origin, requests, _, noteErrs := log.count()
+	var placeFirst time.Time
+	for _, at := range placeIn {
+		if placeFirst.IsZero() || at.Before(placeFirst) {
+			placeFirst = at
+		}
+	}
+	t.Logf("attacker: %d requests with %d tickets held, %d origin answers; its place admitted %d time(s); %.0f store errors, %.0f decisions on a ticket one answer behind; admission order: %s; highest active count %d (status polls failed: %d)",
+		requests, len(held), origin, len(placeIn), errs, lost, line.order(t0, map[string]time.Time{"attacker": placeFirst}), maxActive, fails)
+	for _, err := range noteErrs {
+		t.Errorf("attacker: %v", err)
+	}
+	if errs == 0 {
+		t.Fatal("no store call failed: the test lost no answer")
+	}
+	if len(placeIn) > 1 {
+		t.Errorf("the attacker's place was admitted %d times, want at most 1", len(placeIn))
+	}
+	if line.passedBy("ahead", placeFirst) || (!placeFirst.IsZero() && line.in("ahead").IsZero()) {
+		t.Errorf("the attacker's place went in (+%.1fs) ahead of the waiter ahead of it", placeFirst.Sub(t0).Seconds())
+	}
+	for _, name := range []string{"ahead", "behind1", "behind2"} {
+		if line.in(name).IsZero() {
+			t.Errorf("honest waiter %s never went in", name)
 		}
 	}
 	if maxActive > 1 {
