@@ -80,7 +80,7 @@ func (l *slowLink) accept() {
 	}
 }
 
-// TestE2ELostAnswersRedis: a node on a real redis-server through a link
+// TestE2EAdversaryLostAnswersRedis: a node on a real redis-server through a link
 // whose answers are held back now and then past the store's timeout, so
 // that Redis applies calls whose answers never reach usher (fail_mode
 // closed). A room of one with 10 s sessions, four honest waiters checking
@@ -91,7 +91,7 @@ func (l *slowLink) accept() {
 // after it and never went in. (Arrival order is logged, not asserted:
 // while the breaker answers with the fail mode, waiters cannot check in
 // and a count can lapse.)
-func TestE2ELostAnswersRedis(t *testing.T) {
+func TestE2EAdversaryLostAnswersRedis(t *testing.T) {
 	advSkip(t)
 	t.Parallel()
 	rd := redistest.StartServer(t)
