@@ -123,7 +123,9 @@ type Gate struct {
 	log           *slog.Logger
 	observe       func(string, usher.Outcome, time.Duration)
 	pages         *web.Pages
-	proxy         *httputil.ReverseProxy
+	proxy         *httputil.ReverseProxy // upgrade requests (pass: the others)
+	transport     http.RoundTripper
+	buffers       httputil.BufferPool
 	rules         map[string]*rules.Set    // room id -> compiled bypass rules
 	custom        map[string]*web.Template // custom page path -> template
 	countryHeader string
@@ -236,11 +238,12 @@ func New(opts Options) (*Gate, error) {
 	if transport == nil {
 		transport = NewTransport()
 	}
+	g.transport, g.buffers = transport, NewBufferPool()
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		ModifyResponse: g.modifyResponse,
 		Transport:      transport,
-		BufferPool:     NewBufferPool(),
+		BufferPool:     g.buffers,
 		ErrorHandler:   g.proxyError,
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
