@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+
+	"github.com/usherhq/usher/internal/server"
 )
 
 // usher's own proxy core. It does what httputil.ReverseProxy does for a
@@ -154,7 +156,9 @@ func (g *Gate) outHeader(in http.Header, info *proxyInfo) http.Header {
 			continue
 		case folded != "" && sameName(k, folded):
 			continue
-		case len(conn) > 0 && connectionListed(conn, k):
+		case len(conn) > 0 && k != server.RequestIDHeader && connectionListed(conn, k):
+			// (The request id is usher's, set on the request by
+			// server.RequestID.)
 			continue
 		}
 		h[k] = v
