@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,7 +36,14 @@ type proxyStack struct {
 	front  *httptest.Server
 	signer *token.Signer
 	dec    *fakeDecider
-	logs   *bytes.Buffer
+	logw   *lockedWriter // the gate's logs, in a bytes.Buffer
+}
+
+// logs returns the gate's logs so far.
+func (s *proxyStack) logs() string {
+	s.logw.mu.Lock()
+	defer s.logw.mu.Unlock()
+	return s.logw.w.(*bytes.Buffer).String()
 }
 
 func newProxyStack(t *testing.T, h http.HandlerFunc) *proxyStack {
@@ -48,11 +56,11 @@ func newProxyStack(t *testing.T, h http.HandlerFunc) *proxyStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &proxyStack{origin: httptest.NewServer(h), signer: signer, dec: &fakeDecider{}}
+	s := &proxyStack{origin: httptest.NewServer(h), signer: signer, dec: &fakeDecider{}, logw: &lockedWriter{w: &bytes.Buffer{}}}
 	t.Cleanup(s.origin.Close)
-	var g *Gate
-	g, s.logs = newGate(t, Options{Rooms: []*usher.Room{testRoom("sale", "/", s.origin.URL)}, Decider: s.dec,
-		Tokens: &Tokens{Signer: signer, Header: "x-site-pass"}})
+	g, _ := newGate(t, Options{Rooms: []*usher.Room{testRoom("sale", "/", s.origin.URL)}, Decider: s.dec,
+		Tokens: &Tokens{Signer: signer, Header: "x-site-pass"},
+		Logger: slog.New(slog.NewJSONHandler(s.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	s.front = httptest.NewServer(server.RequestID(nil, server.Recover(nil, g)))
 	t.Cleanup(s.front.Close)
 	return s
@@ -248,7 +256,7 @@ func TestPassSmuggling(t *testing.T) {
 				resp.Body.Close()
 				answers++
 				if resp.StatusCode != 200 && resp.StatusCode != 400 && resp.StatusCode != 501 {
-					t.Errorf("status %d; logs: %s", resp.StatusCode, s.logs)
+					t.Errorf("status %d; logs: %s", resp.StatusCode, s.logs())
 				}
 			}
 			decided := len(s.dec.calls()) - before
@@ -443,10 +451,10 @@ func TestPassClientHangUp(t *testing.T) {
 	}
 	<-done
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(s.logs.String(), "origin request failed") && time.Now().Before(deadline) {
+	for !strings.Contains(s.logs(), "origin request failed") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if logs := s.logs.String(); !strings.Contains(logs, `"level":"DEBUG","msg":"origin request failed"`) {
+	if logs := s.logs(); !strings.Contains(logs, `"level":"DEBUG","msg":"origin request failed"`) {
 		t.Errorf("a hang-up must be logged at debug level: %s", logs)
 	}
 }
