@@ -237,7 +237,13 @@ func (g *Gate) pass(w http.ResponseWriter, r *http.Request, pc *proxyContext) {
 		defer pc.body.Close()
 	}
 
-	res, err := g.transport.RoundTrip(out)
+	var res *http.Response
+	var err error
+	if g.lean != nil && leanRequest(out) {
+		res, err = g.lean.RoundTrip(out)
+	} else {
+		res, err = g.transport.RoundTrip(out)
+	}
 	pc.mu.Lock()
 	pc.done = true
 	pc.mu.Unlock()

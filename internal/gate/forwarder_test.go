@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,15 @@ func (s *proxyStack) logs() string {
 
 func newProxyStack(t *testing.T, h http.HandlerFunc) *proxyStack {
 	t.Helper()
+	s := newProxyStackUnstarted(t, h)
+	s.origin.Start()
+	return s
+}
+
+// newProxyStackUnstarted is newProxyStack with the origin not started yet
+// (its server's settings may still change).
+func newProxyStackUnstarted(t *testing.T, h http.HandlerFunc) *proxyStack {
+	t.Helper()
 	k, err := ticket.GenerateKey("t1")
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +66,10 @@ func newProxyStack(t *testing.T, h http.HandlerFunc) *proxyStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &proxyStack{origin: httptest.NewServer(h), signer: signer, dec: &fakeDecider{}, logw: &lockedWriter{w: &bytes.Buffer{}}}
+	s := &proxyStack{origin: httptest.NewUnstartedServer(h), signer: signer, dec: &fakeDecider{}, logw: &lockedWriter{w: &bytes.Buffer{}}}
 	t.Cleanup(s.origin.Close)
-	g, _ := newGate(t, Options{Rooms: []*usher.Room{testRoom("sale", "/", s.origin.URL)}, Decider: s.dec,
+	originURL := "http://" + s.origin.Listener.Addr().String()
+	g, _ := newGate(t, Options{Rooms: []*usher.Room{testRoom("sale", "/", originURL)}, Decider: s.dec,
 		Tokens: &Tokens{Signer: signer, Header: "x-site-pass"},
 		Logger: slog.New(slog.NewJSONHandler(s.logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	s.front = httptest.NewServer(server.RequestID(nil, server.Recover(nil, g)))
@@ -685,5 +696,147 @@ func TestPassQuery(t *testing.T) {
 		if r := <-got; r.URL.RawQuery != want {
 			t.Errorf("query %q reached the origin as %q, want %q", q, r.URL.RawQuery, want)
 		}
+	}
+}
+
+// connCounter counts the connections an origin accepts.
+func connCounter(s *httptest.Server) *atomic.Int64 {
+	var n atomic.Int64
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
+}
+
+// TestPassReusesConnections: GETs one after the other go over one
+// connection to the origin, HEADs and 304s (no body) too; an answer the
+// client stopped reading is not reused, and the next request still gets
+// through.
+func TestPassReusesConnections(t *testing.T) {
+	s := newProxyStackUnstarted(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/big":
+			w.Header().Set("Content-Length", strconv.Itoa(8<<20))
+			_, _ = w.Write(make([]byte, 8<<20))
+		case r.URL.Path == "/304":
+			w.WriteHeader(http.StatusNotModified)
+		case r.URL.Path == "/chunked":
+			_, _ = io.WriteString(w, "a")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "b")
+		default:
+			_, _ = io.WriteString(w, "ok")
+		}
+	})
+	conns := connCounter(s.origin)
+	s.origin.Start()
+	for i, path := range []string{"/a", "/b", "/304", "/chunked", "/c"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			req, _ := http.NewRequest(method, s.front.URL+path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 && resp.StatusCode != 304 {
+				t.Fatalf("%s %s: %d", method, path, resp.StatusCode)
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Fatalf("after %d paths: %d connections to the origin, want 1", i+1, n)
+		}
+	}
+	// A client that reads 1 KB of 8 MB and hangs up.
+	c, br := s.raw(t, "GET /big HTTP/1.1", "Host: shop.example", "", "")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadFull(resp.Body, make([]byte, 1024))
+	c.Close()
+	for range 3 {
+		resp, err := http.Get(s.front.URL + "/after")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "ok" {
+			t.Fatalf("after a hang-up: %d %q", resp.StatusCode, body)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections to the origin, want 2 (the cut one replaced once)", n)
+	}
+}
+
+// TestPassStaleConnection: an origin that closes idle connections without
+// telling (its idle timeout) costs the next visitor nothing: the request
+// is sent again on a new connection.
+func TestPassStaleConnection(t *testing.T) {
+	s := newProxyStackUnstarted(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s.origin.Config.IdleTimeout = 50 * time.Millisecond
+	conns := connCounter(s.origin)
+	s.origin.Start()
+	for i := range 3 {
+		resp, err := http.Get(s.front.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		time.Sleep(300 * time.Millisecond) // the origin closes the idle connection
+	}
+	if n := conns.Load(); n != 3 {
+		t.Errorf("%d connections to the origin, want 3 (each closed while idle)", n)
+	}
+}
+
+// TestPassOriginMisbehaves: an answer with bytes after its body, or with
+// headers over 1 MB, is not trusted: the connection is not reused (the
+// next request gets its own answer, not the leftover bytes), and
+// oversized headers get the visitor a 502.
+func TestPassOriginMisbehaves(t *testing.T) {
+	s := newProxyStack(t, func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		switch r.URL.Path {
+		case "/extra":
+			_, _ = brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged")
+		case "/huge":
+			_, _ = brw.WriteString("HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n")
+		default:
+			_, _ = brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
+		}
+		_ = brw.Flush()
+		// Keep the connection open a moment, as a keep-alive origin would.
+		time.Sleep(100 * time.Millisecond)
+	})
+	get := func(path string) (int, string) {
+		resp, err := http.Get(s.front.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/extra"); code != 200 || body != "ok" {
+		t.Errorf("/extra: %d %q", code, body)
+	}
+	if code, body := get("/plain"); code != 200 || body != "plain" {
+		t.Errorf("after leftover bytes: %d %q, want the origin's own answer", code, body)
+	}
+	if code, _ := get("/huge"); code != http.StatusBadGateway {
+		t.Errorf("2 MB of headers: %d, want 502", code)
 	}
 }

@@ -125,6 +125,7 @@ type Gate struct {
 	pages         *web.Pages
 	proxy         *httputil.ReverseProxy // upgrade requests (pass: the others)
 	transport     http.RoundTripper
+	lean          *originClient // GET and HEAD without a body (nil: transport only)
 	buffers       httputil.BufferPool
 	rules         map[string]*rules.Set    // room id -> compiled bypass rules
 	custom        map[string]*web.Template // custom page path -> template
@@ -236,7 +237,11 @@ func New(opts Options) (*Gate, error) {
 	}
 	transport := opts.Transport
 	if transport == nil {
-		transport = NewTransport()
+		t := NewTransport()
+		transport = t
+		if !viaProxy(t, g.defaultOrigin, g.origins) {
+			g.lean = newOriginClient(t.MaxIdleConnsPerHost, t.IdleConnTimeout)
+		}
 	}
 	g.transport, g.buffers = transport, NewBufferPool()
 	g.proxy = &httputil.ReverseProxy{
@@ -304,6 +309,30 @@ func (bp bufferPool) Put(b []byte) {
 	if cap(b) == bufferSize {
 		bp.p.Put((*[bufferSize]byte)(b[:bufferSize]))
 	}
+}
+
+// viaProxy reports whether t sends requests to any of the origins through
+// an HTTP proxy (HTTP_PROXY in the environment): originClient does not.
+func viaProxy(t *http.Transport, def *url.URL, origins map[*usher.Room]*url.URL) bool {
+	if t.Proxy == nil {
+		return false
+	}
+	check := func(u *url.URL) bool {
+		if u == nil {
+			return false
+		}
+		p, err := t.Proxy(&http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}})
+		return err != nil || p != nil
+	}
+	if check(def) {
+		return true
+	}
+	for _, u := range origins {
+		if check(u) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseOrigin parses an absolute http or https URL.
