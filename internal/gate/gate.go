@@ -73,7 +73,10 @@ type Options struct {
 	// unmatched requests and failed decisions are not observed.
 	Observe func(room string, o usher.Outcome, d time.Duration)
 	// Transport carries proxied requests (nil: a clone of
-	// http.DefaultTransport keeping up to 100 idle connections per origin).
+	// http.DefaultTransport keeping up to 100 idle connections per origin,
+	// and usher's own lean client for GET and HEAD requests without a body
+	// to plain http origins not behind an HTTP proxy from the environment;
+	// see originClient).
 	Transport http.RoundTripper
 	// Pages renders the waiting and reject pages (nil: web.Default()).
 	Pages *web.Pages
