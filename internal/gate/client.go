@@ -110,9 +110,20 @@ func trimBrackets(h string) string {
 	return h
 }
 
+// informer takes 1xx answers.
+type informer interface {
+	got1xx(code int, header textproto.MIMEHeader) error
+}
+
 // RoundTrip sends a leanRequest and returns the origin's answer, whose
-// body must be closed.
+// body must be closed; 1xx answers go to the request's httptrace hook.
 func (cl *originClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	return cl.roundTrip(req, nil)
+}
+
+// roundTrip is RoundTrip with 1xx answers to inf (nil: to the request's
+// httptrace hook).
+func (cl *originClient) roundTrip(req *http.Request, inf informer) (*http.Response, error) {
 	ctx := req.Context()
 	key := hostPort(req.URL.Host)
 	for attempt := 0; ; attempt++ {
@@ -120,7 +131,7 @@ func (cl *originClient) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, err := cl.do(pc, req)
+		resp, err := cl.do(pc, req, inf)
 		if err == nil {
 			return resp, nil
 		}
@@ -230,7 +241,7 @@ func (cl *originClient) closeIdle() {
 var aLongTimeAgo = time.Unix(1, 0)
 
 // do sends req on pc and reads its answer's headers.
-func (cl *originClient) do(pc *originConn, req *http.Request) (*http.Response, error) {
+func (cl *originClient) do(pc *originConn, req *http.Request, inf informer) (*http.Response, error) {
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(aLongTimeAgo) })
 	if err := req.Write(pc.bw); err != nil {
@@ -242,7 +253,6 @@ func (cl *originClient) do(pc *originConn, req *http.Request) (*http.Response, e
 		return nil, err
 	}
 	pc.lr.n = maxOriginHeaderBytes
-	var trace *httptrace.ClientTrace
 	for n1xx := 0; ; {
 		resp, err := http.ReadResponse(pc.br, req)
 		if err != nil {
@@ -254,14 +264,15 @@ func (cl *originClient) do(pc *originConn, req *http.Request) (*http.Response, e
 				stop()
 				return nil, errors.New("the origin sent too many 1xx answers")
 			}
-			if trace == nil {
-				trace = httptrace.ContextClientTrace(ctx)
+			got1xx := func(int, textproto.MIMEHeader) error { return nil }
+			if inf != nil {
+				got1xx = inf.got1xx
+			} else if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.Got1xxResponse != nil {
+				got1xx = trace.Got1xxResponse
 			}
-			if trace != nil && trace.Got1xxResponse != nil {
-				if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
-					stop()
-					return nil, err
-				}
+			if err := got1xx(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+				stop()
+				return nil, err
 			}
 			continue
 		}

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"mime"
@@ -217,11 +218,18 @@ func (g *Gate) setForwarded(set func(k, v string), in http.Header, info *proxyIn
 func (g *Gate) pass(w http.ResponseWriter, r *http.Request, pc *proxyContext) {
 	info := &pc.info
 	pc.w = w
-	pc.trace.Got1xxResponse = pc.got1xx
-	out := r.WithContext(httptrace.WithClientTrace(pc, &pc.trace))
 	pc.url = *r.URL
+	pc.url.RawQuery = cleanQuery(pc.url.RawQuery)
+	// The lean client passes 1xx answers to pc itself; http.Transport
+	// through the request's trace.
+	var ctx context.Context = pc
+	lean := g.lean != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0
+	if !lean {
+		pc.trace.Got1xxResponse = pc.got1xx
+		ctx = httptrace.WithClientTrace(pc, &pc.trace)
+	}
+	out := r.WithContext(ctx)
 	out.URL = &pc.url
-	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
 	(&httputil.ProxyRequest{In: r, Out: out}).SetURL(info.target)
 	out.Header = g.outHeader(r.Header, info)
 	out.Close = false
@@ -239,8 +247,8 @@ func (g *Gate) pass(w http.ResponseWriter, r *http.Request, pc *proxyContext) {
 
 	var res *http.Response
 	var err error
-	if g.lean != nil && leanRequest(out) {
-		res, err = g.lean.RoundTrip(out)
+	if lean && leanRequest(out) {
+		res, err = g.lean.roundTrip(out, pc)
 	} else {
 		res, err = g.transport.RoundTrip(out)
 	}
