@@ -223,7 +223,8 @@ func (g *Gate) pass(w http.ResponseWriter, r *http.Request, pc *proxyContext) {
 	// The lean client passes 1xx answers to pc itself; http.Transport
 	// through the request's trace.
 	var ctx context.Context = pc
-	lean := g.lean != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0
+	lean := g.lean != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0 &&
+		info.target.Scheme == "http"
 	if !lean {
 		pc.trace.Got1xxResponse = pc.got1xx
 		ctx = httptrace.WithClientTrace(pc, &pc.trace)
