@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -62,8 +63,9 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
-	flushMu    sync.Mutex // one flush at a time
-	flushed    uint64     // seq covered by the last successful flush
+	flushMu    sync.Mutex    // one flush at a time
+	flushed    uint64        // seq covered by the last successful flush
+	commits    atomic.Uint64 // flushes that wrote to the file
 	stop, done chan struct{}
 	closeOnce  sync.Once
 
