@@ -72,16 +72,25 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// TestSlowStart: a governor starts at the floor and takes over, at its
-// first sample, what the room has in use, within the bounds.
+// TestSlowStart: a governor starts at the configured limit where a
+// ceiling above it is written, else at the floor, and takes over, at its
+// first sample, what the room has in use if more, within the bounds.
 func TestSlowStart(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true, MaxNewUsersPerMinute: 1800}))
+	if r, c := g.Limits(); r != 600 || c != 100 {
+		t.Errorf("Limits = %d, %d; want the configured rate 600 (a ceiling above it) and the concurrency's floor 100", r, c)
+	}
+	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 300})
+	if r, c := g.Limits(); r != 600 || c != 400 {
+		t.Errorf("Limits after a first sample = %d, %d; want 600 and what is in use, 400", r, c)
+	}
+	g = New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
 	if r, c := g.Limits(); r != 60 || c != 100 {
 		t.Errorf("Limits = %d, %d; want the floors 60, 100", r, c)
 	}
-	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 300})
-	if r, c := g.Limits(); r != 300 || c != 400 {
-		t.Errorf("Limits after a first sample = %d, %d; want what is in use, 300 and 400", r, c)
+	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 30})
+	if r, c := g.Limits(); r != 60 || c != 400 {
+		t.Errorf("Limits after a first sample = %d, %d; want the floor 60 and what is in use, 400", r, c)
 	}
 	g = New(settings(600, 1000, usher.Autopilot{}))
 	g.Observe(Sample{At: t0, Active: 5000, AdmittedLastMinute: 5000})
@@ -91,9 +100,9 @@ func TestSlowStart(t *testing.T) {
 }
 
 // TestRisesInSteps: from the floor, with a line waiting and a healthy
-// origin, the figures rise by at most MaxStep a step, a step at most
-// every minute / max_changes_per_minute, and never far above what is in
-// use.
+// origin, the figures rise only once the baseline is learned, by at most
+// FastStep a step, a step at most every minute / max_changes_per_minute,
+// and never far above what is in use.
 func TestRisesInSteps(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
 	f := &feeder{t: t, g: g, fromFloor: true}
@@ -103,9 +112,25 @@ func TestRisesInSteps(t *testing.T) {
 	if r, c := g.Limits(); r != 600 || c != 1000 {
 		t.Fatalf("after 10 minutes: %d, %d; want 600, 1000", r, c)
 	}
+	if len(f.log) == 0 || f.log[0].At.Before(t0.Add(DefaultBaselineSamples*time.Second)) {
+		t.Fatalf("changes %+v: want the first step up after the %d seconds of the baseline", f.log, DefaultBaselineSamples)
+	}
+	// Fast steps: from the floor to half the ceiling within a minute of
+	// the baseline (careful steps of MaxStep would take 11 steps, at
+	// least 110 s).
+	var half time.Time
+	for _, c := range f.log {
+		if c.ToRate >= 300 {
+			half = c.At
+			break
+		}
+	}
+	if d := half.Sub(t0.Add(DefaultBaselineSamples * time.Second)); half.IsZero() || d > time.Minute {
+		t.Errorf("the rate reached 300 %v after the baseline (changes %+v), want within a minute", d, f.log)
+	}
 	for i, c := range f.log {
-		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+MaxStep)+1 {
-			t.Fatalf("change %d: %+v, want up by at most MaxStep", i, c)
+		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+FastStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+FastStep)+1 {
+			t.Fatalf("change %d: %+v, want up by at most FastStep", i, c)
 		}
 		if i > 0 && c.At.Sub(f.log[i-1].At) < time.Minute/DefaultMaxChangesPerMinute {
 			t.Fatalf("changes %d and %d %v apart", i-1, i, c.At.Sub(f.log[i-1].At))
@@ -117,8 +142,8 @@ func TestRisesInSteps(t *testing.T) {
 		g.Observe(Sample{At: t0.Add(time.Duration(i) * time.Second), Count: 100, Latency: 100 * time.Millisecond,
 			Waiting: true, Active: 150, AdmittedLastMinute: 300})
 	}
-	if _, c := g.Limits(); c > 190 {
-		t.Errorf("concurrency raised to %d with 150 in use", c)
+	if _, c := g.Limits(); c > inUseCap(150, FastStep) {
+		t.Errorf("concurrency raised to %d with 150 in use, want at most one step above it (%d)", c, inUseCap(150, FastStep))
 	}
 }
 
@@ -371,5 +396,56 @@ func TestBaselineIgnoresOutliers(t *testing.T) {
 	if st.Learning || st.Baseline > 110*time.Millisecond || st.Threshold > 150*time.Millisecond {
 		t.Fatalf("baseline %v, threshold %v after 3 slow seconds of %d; want about 100ms and 130ms",
 			st.Baseline, st.Threshold, DefaultBaselineSamples)
+	}
+}
+
+// TestFastStepUndone: a fast step up followed by one degraded sample is
+// undone at once (back to the figures before it, reason probe); the steps
+// after it are careful ones (at most MaxStep) until one passes without a
+// sign, and a decrease for a lasting degradation still comes.
+func TestFastStepUndone(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(1, 1)))
+	var up Change
+	for range 60 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			up = c
+			break
+		}
+	}
+	if up.Direction != "up" || float64(up.ToRate) <= float64(up.FromRate)*(1+MaxStep)+1 {
+		t.Fatalf("first step %+v, want a fast one (more than MaxStep)", up)
+	}
+	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
+	if !ok || c.Direction != "down" || c.Reason != ReasonProbe || c.ToRate != up.FromRate || c.ToConc != up.FromConc {
+		t.Fatalf("after one degraded sample: %+v (%v), want the step undone to %d, %d", c, ok, up.FromRate, up.FromConc)
+	}
+	// Healthy again: careful steps, never past the figure that hurt at
+	// once.
+	var next []Change
+	for range 120 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			next = append(next, c)
+		}
+	}
+	if len(next) == 0 {
+		t.Fatal("no step up after the undone one")
+	}
+	if c := next[0]; c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || c.ToRate > up.ToRate {
+		t.Errorf("the step after the undone one: %+v, want careful (at most MaxStep) and not past %d", c, up.ToRate)
+	}
+	// A lasting degradation: a decrease within DegradedSeconds of the
+	// spacing.
+	before, _ := g.Limits()
+	var down bool
+	for range 12 {
+		if c, ok := f.feed(time.Second, 100, 0, true); ok && c.Direction == "down" && c.ToRate < before {
+			down = true
+			break
+		}
+	}
+	if !down {
+		t.Errorf("no decrease in 12 degraded seconds")
 	}
 }

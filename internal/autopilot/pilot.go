@@ -53,10 +53,16 @@ type Pilot struct {
 
 // entry is one governed room.
 type entry struct {
-	room    atomic.Pointer[usher.Room]
-	gov     *Governor
-	rec     Recorder
-	prev    Snapshot
+	room atomic.Pointer[usher.Room]
+	gov  *Governor
+	rec  Recorder
+	prev Snapshot
+	// recent holds the last PoolSeconds seconds' counts (newest last),
+	// pooled for the latency percentile.
+	recent []Snapshot
+	// window is the room's admissions in the rate window at the last
+	// tick (-1: unknown), for pacing.
+	window  atomic.Int64
 	version int64 // of the shared figure adopted
 	probeMu sync.Mutex
 	probe   context.CancelFunc
@@ -93,6 +99,7 @@ func (p *Pilot) SetRooms(rooms []*usher.Room, now time.Time) {
 		e := old[r.ID]
 		if e == nil {
 			e = &entry{gov: New(&s)}
+			e.window.Store(-1)
 		} else {
 			e.gov.Configure(&s)
 		}
@@ -133,7 +140,7 @@ func (p *Pilot) Limit(room string, s *usher.Settings) {
 	}
 	r, c := e.gov.Limits()
 	rr, cr := Bounds(s)
-	s.NewUsersPerMinute = rr.Clamp(r)
+	s.NewUsersPerMinute = paced(rr.Clamp(r), e.window.Load())
 	if c > 0 && s.Autopilot.Concurrency {
 		s.TotalActiveUsers = cr.Clamp(c)
 	}
@@ -206,11 +213,14 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 			h = snapshotOf(all)
 		}
 		sample.Count, sample.Errors = h.Count, h.Errors
-		sample.Latency = h.Percentile(float64(ParamsOf(&s.Autopilot).Percentile))
+		sample.Latency = e.pooled(h).Percentile(float64(ParamsOf(&s.Autopilot).Percentile))
 		if p.Status != nil {
 			if st, err := p.Status(ctx, room, now); err == nil {
 				sample.Waiting = st.Waiting > 0
 				sample.Active, sample.AdmittedLastMinute = st.Active, st.AdmittedLastMinute
+				e.window.Store(st.AdmittedLastMinute)
+			} else {
+				e.window.Store(-1)
 			}
 		}
 		p.observe(ctx, id, e, sample)
@@ -286,6 +296,51 @@ func (p *Pilot) Sync(ctx context.Context) {
 	for id, e := range p.load() {
 		p.adopt(ctx, id, e)
 	}
+}
+
+// The latency percentile of a sample is taken over the answers of its
+// second and, while they are fewer than PoolAnswers, of the seconds before
+// it, up to PoolSeconds in all: the p99 of a second with 20 answers is its
+// slowest one, and a single slow answer (a busy machine) would count as a
+// degraded second. A degradation that slows a whole second's answers
+// still shows in that second's sample (they are a third or more of the
+// pool); a second without answers is a sample without traffic as before.
+const (
+	PoolAnswers = 100
+	PoolSeconds = 3
+)
+
+// pooled adds h to e's recent seconds and returns the pool the latency
+// percentile is taken over: h, and the seconds before it while the
+// answers are fewer than PoolAnswers.
+func (e *entry) pooled(h Snapshot) *Snapshot {
+	if len(e.recent) == PoolSeconds {
+		e.recent = append(e.recent[:0], e.recent[1:]...)
+	}
+	e.recent = append(e.recent, h)
+	pool := h
+	if h.Count == 0 {
+		return &pool
+	}
+	for i := len(e.recent) - 2; i >= 0 && pool.Count < PoolAnswers; i-- {
+		pool.Add(&e.recent[i])
+	}
+	return &pool
+}
+
+// paced is the admission rate the engine is given for a governed rate of
+// rate a minute, window admissions being in the rate window at the last
+// tick (-1: unknown): the window plus a second's share of the rate, at
+// least one, and at most the rate. The rate is a sliding 60 s window, so
+// a long line would otherwise take a minute's budget in its first second
+// and nothing in the next 59 (a wave of sessions that loads the origin
+// all at once, then leaves it idle); paced, the admissions come evenly,
+// rate/60 a second, and a step up adds its share a second, not at once.
+func paced(rate int, window int64) int {
+	if window < 0 {
+		return rate
+	}
+	return int(min(int64(rate), window+max(1, (int64(rate)+59)/60)))
 }
 
 // SyncEvery is how often Run takes the shared figures between ticks.
