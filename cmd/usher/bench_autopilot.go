@@ -22,21 +22,23 @@ import (
 
 // The autopilot scenario's defaults, used where its flags are not set:
 // an origin of 10 workers at 160-240 ms a request (50 requests a second)
-// that fails a request after 1 s without a worker, and 300 visitors in
-// 10 s who browse 40-80 s with a request about every 2 s.
+// that fails a request after 1 s without a worker, and 200 visitors in
+// 10 s who browse 20-40 s with a request about every 2 s: the origin
+// sustains about 88 of them at once, 176 a minute, so a line of 200
+// drains within the 3 minutes of a run at the pace the origin sustains,
+// and not at a third of it.
 const (
 	autopilotOrigin   = "10,160ms-240ms,1s"
-	autopilotArrivals = "flash:300@10s"
-	autopilotBrowse   = "40s-80s"
+	autopilotArrivals = "flash:200@10s"
+	autopilotBrowse   = "20s-40s"
 	autopilotEvery    = "exp:2s"
-	autopilotHorizon  = 150 * time.Second
+	autopilotHorizon  = 3 * time.Minute
 	// autopilotLoad is the share of the origin's capacity the limits are
 	// sized to sustain.
 	autopilotLoad = 0.8
-	// autopilotBaselineN is how many requests measure the healthy
-	// baseline, autopilotBaselineConc of them at once.
-	autopilotBaselineN    = 120
-	autopilotBaselineConc = 4
+	// autopilotControlConc is how many requests at a time load the
+	// control origin whose p99 is the healthy one.
+	autopilotControlConc = 2
 )
 
 // The cases: the room's limits 3x above and 3x below what the origin
@@ -141,9 +143,12 @@ func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchRe
 	return out.Close()
 }
 
-// benchAutopilotSide runs one side of a case: a fresh origin, its healthy
-// baseline measured at low load, then usher in this process in front of
-// another fresh origin, loaded by the arrivals.
+// benchAutopilotSide runs one side of a case: usher in this process in
+// front of a fresh origin, loaded by the arrivals, and meanwhile a control
+// origin of the same model at low load (autopilotControlConc requests at a
+// time, never waiting for a worker), whose p99 over the same time is the
+// healthy one: the machine's own latency (a shared box, its cores busy
+// with other work) weighs on both alike.
 func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto bool) (CompareSide, error) {
 	name := "fixed limits"
 	if auto {
@@ -162,9 +167,10 @@ func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c Autopilo
 		wg.Go(func() { _ = server.Serve(ctx, ln, h, quiet) })
 		return "http://" + ln.Addr().String(), nil
 	}
-	healthy, err := autopilotBaseline(ctx, f, serve)
+	control := bench.NewLiveOrigin(f.origin, f.seed+1)
+	controlURL, err := serve(control)
 	if err != nil {
-		return CompareSide{}, fmt.Errorf("%s: healthy baseline: %w", name, err)
+		return CompareSide{}, err
 	}
 	origin := bench.NewLiveOrigin(f.origin, f.seed)
 	originURL, err := serve(origin)
@@ -240,6 +246,9 @@ rooms:
 			}
 		}
 	}()
+	cctx, stopControl := context.WithCancel(ctx)
+	controlDone := make(chan error, 1)
+	go func() { controlDone <- autopilotControl(cctx, controlURL) }()
 	line := m.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   "http://" + at.pub + "/",
@@ -253,15 +262,19 @@ rooms:
 	line.Done()
 	stopSampling()
 	<-sampled
+	stopControl()
+	if cerr := <-controlDone; err == nil && cerr != nil {
+		err = fmt.Errorf("control origin: %w", cerr)
+	}
 	if err != nil {
 		return CompareSide{}, err
 	}
-	o := origin.Stats(healthy)
+	o := origin.Stats(control.Percentile(99))
 	o.Changes = changes
 	r := bench.Report(tl, c.Limits)
 	s := CompareSide{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
 		ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
-		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted,
+		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted, Visitors: r.Visitors,
 		Changes: o.Changes, Seconds: o.Seconds, origin: o}
 	if o.HealthyP99Ms > 0 {
 		s.P99Ratio = o.P99Ms / o.HealthyP99Ms
@@ -269,34 +282,30 @@ rooms:
 	return s, nil
 }
 
-// autopilotBaseline measures the p99 latency of a fresh origin at low
-// load: autopilotBaselineN requests, autopilotBaselineConc at once (well
-// below its workers).
-func autopilotBaseline(ctx context.Context, f *benchFlags, serve func(http.Handler) (string, error)) (time.Duration, error) {
-	o := bench.NewLiveOrigin(f.origin, f.seed+1)
-	u, err := serve(o)
-	if err != nil {
-		return 0, err
-	}
+// autopilotControl loads the control origin at u with
+// autopilotControlConc requests at a time until ctx ends (its workers are
+// never all busy: its latency is the healthy one, on this machine, now).
+func autopilotControl(ctx context.Context, u string) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	conc := min(autopilotBaselineConc, max(1, f.origin.Workers/2))
 	var wg sync.WaitGroup
-	errs := make(chan error, conc)
-	for w := range conc {
+	errs := make(chan error, autopilotControlConc)
+	for range autopilotControlConc {
 		wg.Go(func() {
-			for i := w; i < autopilotBaselineN; i += conc {
+			for ctx.Err() == nil {
 				req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
-				req.Header.Set(bench.HeaderVisitor, "baseline")
+				req.Header.Set(bench.HeaderVisitor, "control")
 				resp, err := client.Do(req)
 				if err != nil {
-					errs <- err
+					if ctx.Err() == nil {
+						errs <- err
+					}
 					return
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
-					errs <- fmt.Errorf("origin answered %d at low load", resp.StatusCode)
+					errs <- fmt.Errorf("answered %d at low load", resp.StatusCode)
 					return
 				}
 			}
@@ -304,10 +313,7 @@ func autopilotBaseline(ctx context.Context, f *benchFlags, serve func(http.Handl
 	}
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
-	}
-	return o.Percentile(99), nil
+	return <-errs
 }
 
 // benchRoomStatus is the part of a room's status JSON the bench reads.
@@ -352,7 +358,7 @@ func writeAutopilotSummary(w io.Writer, r *AutopilotBenchResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\torigin p50\torigin p99\thealthy p99\tvs healthy\terrors\tthroughput\tqueue peak\tdrained at\twait p50\twait p90\tchanges")
 		for _, s := range c.Sides {
-			drained := "not drained"
+			drained := fmt.Sprintf("not drained (%d of %d let in)", s.Admitted, s.Visitors)
 			if s.Drained {
 				drained = bench.Human(time.Duration(s.DrainedS * float64(time.Second)))
 			}

@@ -74,7 +74,9 @@ type CompareSide struct {
 	WaitP50S       float64 `json:"wait_p50_s"`
 	WaitP90S       float64 `json:"wait_p90_s"`
 	Admitted       int     `json:"admitted"`
-	Changes        int     `json:"autopilot_changes"`
+	// Visitors is the run's visitors (usher bench only).
+	Visitors int `json:"visitors,omitempty"`
+	Changes  int `json:"autopilot_changes"`
 	// Seconds is the run second by second.
 	Seconds []bench.OriginSecond `json:"seconds,omitempty"`
 	origin  *bench.OriginStats
