@@ -60,9 +60,9 @@ type entry struct {
 	// recent holds the last PoolSeconds seconds' counts (newest last),
 	// pooled for the latency percentile.
 	recent []Snapshot
-	// window is the room's admissions in the rate window at the last
-	// tick (-1: unknown), for pacing.
-	window  atomic.Int64
+	// allow is the admissions the rate window may hold until the next
+	// tick (-1: unknown, unpaced): see pace.
+	allow   atomic.Int64
 	version int64 // of the shared figure adopted
 	probeMu sync.Mutex
 	probe   context.CancelFunc
@@ -99,7 +99,7 @@ func (p *Pilot) SetRooms(rooms []*usher.Room, now time.Time) {
 		e := old[r.ID]
 		if e == nil {
 			e = &entry{gov: New(&s)}
-			e.window.Store(-1)
+			e.allow.Store(-1)
 		} else {
 			e.gov.Configure(&s)
 		}
@@ -140,7 +140,10 @@ func (p *Pilot) Limit(room string, s *usher.Settings) {
 	}
 	r, c := e.gov.Limits()
 	rr, cr := Bounds(s)
-	s.NewUsersPerMinute = paced(rr.Clamp(r), e.window.Load())
+	s.NewUsersPerMinute = rr.Clamp(r)
+	if a := e.allow.Load(); a >= 0 {
+		s.NewUsersPerMinute = int(min(int64(s.NewUsersPerMinute), max(a, 1)))
+	}
 	if c > 0 && s.Autopilot.Concurrency {
 		s.TotalActiveUsers = cr.Clamp(c)
 	}
@@ -214,16 +217,21 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 		}
 		sample.Count, sample.Errors = h.Count, h.Errors
 		sample.Latency = e.pooled(h).Percentile(float64(ParamsOf(&s.Autopilot).Percentile))
+		window := int64(-1)
 		if p.Status != nil {
 			if st, err := p.Status(ctx, room, now); err == nil {
 				sample.Waiting = st.Waiting > 0
 				sample.Active, sample.AdmittedLastMinute = st.Active, st.AdmittedLastMinute
-				e.window.Store(st.AdmittedLastMinute)
-			} else {
-				e.window.Store(-1)
+				window = st.AdmittedLastMinute
 			}
 		}
 		p.observe(ctx, id, e, sample)
+		if window < 0 {
+			e.allow.Store(-1)
+		} else {
+			r, _ := e.gov.Limits()
+			e.allow.Store(pace(e.allow.Load(), window, r, s.RefreshInterval))
+		}
 	}
 }
 
@@ -328,19 +336,25 @@ func (e *entry) pooled(h Snapshot) *Snapshot {
 	return &pool
 }
 
-// paced is the admission rate the engine is given for a governed rate of
-// rate a minute, window admissions being in the rate window at the last
-// tick (-1: unknown): the window plus a second's share of the rate, at
-// least one, and at most the rate. The rate is a sliding 60 s window, so
-// a long line would otherwise take a minute's budget in its first second
-// and nothing in the next 59 (a wave of sessions that loads the origin
-// all at once, then leaves it idle); paced, the admissions come evenly,
-// rate/60 a second, and a step up adds its share a second, not at once.
-func paced(rate int, window int64) int {
-	if window < 0 {
-		return rate
+// pace returns the admissions the rate window may hold until the next
+// tick, for a governed rate of rate a minute, the window holding window
+// admissions now and having been allowed prev at the last tick (-1:
+// none). The rate is a sliding 60 s window, so a long line would take a
+// minute's budget in its first second and nothing in the next 59: a wave
+// of sessions that loads the origin all at once, then leaves it idle.
+// Paced, the window may grow by a second's share of the rate a tick (at
+// least one); an allowance left unused (the visitors at the front of the
+// line check in only every refresh interval) carries over, up to the
+// shares of a refresh interval (at least 2 s), so that the pace is kept.
+// A step up thus adds its share a second, not all at once.
+func pace(prev, window int64, rate int, refresh time.Duration) int64 {
+	share := max(1, (int64(rate)+59)/60)
+	depth := share * max(2, int64((refresh+time.Second-1)/time.Second))
+	unused := int64(0)
+	if prev >= 0 {
+		unused = max(0, prev-window)
 	}
-	return int(min(int64(rate), window+max(1, (int64(rate)+59)/60)))
+	return min(int64(rate), window+min(depth, unused+share))
 }
 
 // SyncEvery is how often Run takes the shared figures between ticks.

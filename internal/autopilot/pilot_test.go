@@ -1,41 +1,62 @@
 package autopilot
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/usherhq/usher"
 )
 
-// TestPaced: the engine gets the rate window plus a second's share of the
-// governed rate (at least one), never more than the rate, and the rate
-// itself when the window is unknown.
-func TestPaced(t *testing.T) {
+// TestPace: the rate window may grow by a second's share of the rate a
+// tick (at least one), never past the rate; an allowance left unused
+// carries over up to a refresh interval's shares (at least 2 s).
+func TestPace(t *testing.T) {
 	for _, tc := range []struct {
-		rate   int
-		window int64
-		want   int
+		name         string
+		prev, window int64
+		rate         int
+		refresh      time.Duration
+		want         int64
 	}{
-		{600, 0, 10},    // an empty window: a second's share
-		{600, 300, 310}, // half used: the window plus a share
-		{600, 595, 600}, // never above the rate
-		{600, 900, 600}, // a window above a lowered rate: the rate
-		{30, 0, 1},      // under 60 a minute: one a second
-		{90, 10, 12},    // a share rounds up
-		{600, -1, 600},  // unknown: unpaced
-		{1, 0, 1},       // the smallest rate
-		{1_000_000, 0, 16667},
+		{"an empty window: a second's share", -1, 0, 600, 10 * time.Second, 10},
+		{"half used: the window plus a share", 300, 300, 600, 10 * time.Second, 310},
+		{"never above the rate", 600, 595, 600, 10 * time.Second, 600},
+		{"a window above a lowered rate: the rate", 900, 900, 600, 10 * time.Second, 600},
+		{"under 60 a minute: one a second", -1, 0, 30, 10 * time.Second, 1},
+		{"a share rounds up", 10, 10, 90, 10 * time.Second, 12},
+		{"unused carries over", 20, 10, 600, 10 * time.Second, 30},
+		{"up to a refresh interval's shares", 200, 10, 600, 10 * time.Second, 110},
+		{"at least 2 s of shares", 200, 10, 600, 0, 30},
+		{"a window that fell: a share above it", 100, 50, 600, 10 * time.Second, 110},
 	} {
-		if got := paced(tc.rate, tc.window); got != tc.want {
-			t.Errorf("paced(%d, %d) = %d, want %d", tc.rate, tc.window, got, tc.want)
+		if got := pace(tc.prev, tc.window, tc.rate, tc.refresh); got != tc.want {
+			t.Errorf("%s: pace(%d, %d, %d, %v) = %d, want %d", tc.name, tc.prev, tc.window, tc.rate, tc.refresh, got, tc.want)
 		}
 	}
-	// Paced second by second from an empty window with a long line, the
-	// admissions of the first minute are spread over it.
-	var window int64
+	// A long line whose front takes every slot: the first minute's
+	// admissions are spread over it, a second's share a second.
+	allow, window := int64(-1), int64(0)
 	for range 30 {
-		window = int64(paced(600, window))
+		allow = pace(allow, window, 600, 10*time.Second)
+		window = allow
 	}
 	if window != 300 {
 		t.Errorf("after 30 paced seconds the window holds %d, want 300", window)
+	}
+	// A front that checks in only every 5 s: the allowance carries over,
+	// so the pace holds.
+	allow, window = -1, 0
+	for sec := range 60 {
+		allow = pace(allow, window, 600, 10*time.Second)
+		if sec%5 == 4 {
+			window = allow
+		}
+	}
+	if window < 550 {
+		t.Errorf("with check-ins every 5 s the window holds %d after a minute, want about 600", window)
 	}
 }
 
@@ -72,5 +93,37 @@ func TestPooledLatency(t *testing.T) {
 	}
 	if got := e.pooled(Snapshot{}); got.Count != 0 {
 		t.Errorf("a second without answers pooled %d answers, want none (no traffic)", got.Count)
+	}
+}
+
+// TestLimitPaced: a pilot gives the engine the paced rate after a tick
+// that read the room's status, and the governed rate when it could not.
+func TestLimitPaced(t *testing.T) {
+	room := &usher.Room{ID: "sale", Settings: usher.Settings{NewUsersPerMinute: 600, TotalActiveUsers: 1000,
+		RefreshInterval: 10 * time.Second, Autopilot: usher.Autopilot{Enabled: true, MaxNewUsersPerMinute: 1200}}}
+	var fail bool
+	p := &Pilot{Logger: slog.New(slog.DiscardHandler), Status: func(context.Context, *usher.Room, time.Time) (usher.RoomStats, error) {
+		if fail {
+			return usher.RoomStats{}, errors.New("store down")
+		}
+		return usher.RoomStats{Waiting: 5000, AdmittedLastMinute: 40}, nil
+	}}
+	p.SetRooms([]*usher.Room{room}, t0)
+	limit := func() int {
+		s := room.Settings
+		p.Limit(room.ID, &s)
+		return s.NewUsersPerMinute
+	}
+	if got := limit(); got != 600 {
+		t.Errorf("before a tick: %d, want the governed 600", got)
+	}
+	p.Tick(context.Background(), t0.Add(time.Second))
+	if got := limit(); got != 50 {
+		t.Errorf("after a tick with 40 in the window: %d, want 40 + 600/60", got)
+	}
+	fail = true
+	p.Tick(context.Background(), t0.Add(2*time.Second))
+	if got := limit(); got != 600 {
+		t.Errorf("after a tick without the status: %d, want the governed 600", got)
 	}
 }
