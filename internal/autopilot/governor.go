@@ -49,7 +49,6 @@ const (
 	ReasonLatencyTarget = "latency_target" // over the absolute latency target
 	ReasonErrors        = "errors"         // error share over the target
 	ReasonRecovered     = "recovered"      // healthy, with a line waiting
-	ReasonProbe         = "probe"          // a fast step up showed the first sign of degradation: undone
 )
 
 // Range is a closed interval of a limit.
@@ -193,8 +192,9 @@ type Governor struct {
 	stepF float64
 	// probe is the figures before the last step up while it is larger
 	// than MaxStep and no other change followed: a first sign of
-	// degradation before the next step undoes it.
+	// degradation within ProbeSeconds of it undoes it.
 	probe          bool
+	probeAt        time.Time
 	probeR, probeC int
 	// rStart and cStart are the figures a new governor starts from.
 	rStart, cStart int
@@ -349,9 +349,9 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 		// steps up are careful ones, and a fast step that caused it is
 		// undone at once.
 		g.stepF = MaxStep
-		if g.probe {
+		if g.probe && s.At.Sub(g.probeAt) <= ProbeSeconds*time.Second {
 			g.probe = false
-			if c, ok := g.undo(s); ok {
+			if c, ok := g.undo(s, reason); ok {
 				c.Latency, c.Threshold, c.ErrorRate = s.Latency, threshold, errRate
 				g.bad, g.good = 0, 0
 				return g.record(c), true
@@ -523,7 +523,7 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	}
 	// A fast step stays open until the next change: a first sign of
 	// degradation meanwhile undoes it.
-	g.probe, g.probeR, g.probeC = f > MaxStep, rate, conc
+	g.probe, g.probeAt, g.probeR, g.probeC = f > MaxStep, s.At, rate, conc
 	// No sign since the last step: the next may be larger.
 	g.stepF = min(2*f, FastStep)
 	g.rate.Store(int64(c.ToRate))
@@ -531,14 +531,15 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	return c, true
 }
 
-// undo takes the figures back to those before the open fast step, and
-// takes the figures it reached as the ones that hurt.
-func (g *Governor) undo(s Sample) (Change, bool) {
+// undo takes the figures back to those before the open fast step (a
+// change down for reason, the degradation's), and takes the figures it
+// reached as the ones that hurt.
+func (g *Governor) undo(s Sample, reason string) (Change, bool) {
 	if !g.allowed(s.At, true) {
 		return Change{}, false
 	}
 	rate, conc := int(g.rate.Load()), int(g.conc.Load())
-	c := Change{At: s.At, Direction: "down", Reason: ReasonProbe, FromRate: rate, FromConc: conc,
+	c := Change{At: s.At, Direction: "down", Reason: reason, FromRate: rate, FromConc: conc,
 		ToRate: g.rr.Clamp(min(rate, g.probeR)), ToConc: g.cr.Clamp(min(conc, g.probeC))}
 	if c.ToRate == rate && c.ToConc == conc {
 		return Change{}, false
@@ -559,6 +560,10 @@ func (g *Governor) undo(s Sample) (Change, bool) {
 const (
 	MaxStep  = 0.15
 	FastStep = 0.5
+	// ProbeSeconds is how long a fast step stays open to be undone: a
+	// step's load shows within seconds (the line fills the new slots,
+	// paced), and a degradation later than this is no longer the step's.
+	ProbeSeconds = 20
 )
 
 // step is the next figure up from v: a Recover share of the gap to the

@@ -400,7 +400,8 @@ func TestBaselineIgnoresOutliers(t *testing.T) {
 }
 
 // TestFastStepUndone: a fast step up followed by one degraded sample is
-// undone at once (back to the figures before it, reason probe); the steps
+// undone at once (back to the figures before it, a change down for the
+// degradation's reason); the steps
 // after it are careful ones (at most MaxStep) until one passes without a
 // sign, and a decrease for a lasting degradation still comes.
 func TestFastStepUndone(t *testing.T) {
@@ -418,7 +419,7 @@ func TestFastStepUndone(t *testing.T) {
 		t.Fatalf("first step %+v, want a fast one (more than MaxStep)", up)
 	}
 	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
-	if !ok || c.Direction != "down" || c.Reason != ReasonProbe || c.ToRate != up.FromRate || c.ToConc != up.FromConc {
+	if !ok || c.Direction != "down" || c.Reason != ReasonLatency || c.ToRate != up.FromRate || c.ToConc != up.FromConc {
 		t.Fatalf("after one degraded sample: %+v (%v), want the step undone to %d, %d", c, ok, up.FromRate, up.FromConc)
 	}
 	// Healthy again: careful steps, never past the figure that hurt at
@@ -447,5 +448,37 @@ func TestFastStepUndone(t *testing.T) {
 	}
 	if !down {
 		t.Errorf("no decrease in 12 degraded seconds")
+	}
+}
+
+// TestOldStepNotUndone: a degradation long after a fast step (more than
+// ProbeSeconds, no step since: nobody waited) is not the step's: the
+// figures come down by the decrease, after DegradedSeconds, not by an
+// undo after one second.
+func TestOldStepNotUndone(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(2, 2)))
+	var up Change
+	for range 60 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			up = c
+			break
+		}
+	}
+	if up.Direction != "up" {
+		t.Fatal("no step up")
+	}
+	for range ProbeSeconds + 1 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, false); ok {
+			t.Fatalf("change %+v with nobody waiting", c)
+		}
+	}
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("one degraded second %d s after the step: %+v, want no undo", ProbeSeconds+1, c)
+	}
+	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
+	if want := g.rr.Clamp(int(float64(up.ToRate) * DefaultDecrease)); !ok || c.Direction != "down" || c.ToRate != want {
+		t.Errorf("the second degraded second: %+v (%v), want the decrease to half of %d (at least the floor): %d", c, ok, up.ToRate, want)
 	}
 }
