@@ -191,11 +191,12 @@ type Governor struct {
 	// by each step up that no sign followed.
 	stepF float64
 	// probe is the figures before the last step up while it is larger
-	// than MaxStep and no other change followed: a first sign of
-	// degradation within ProbeSeconds of it undoes it.
+	// than MaxStep and no other change followed: a second degraded sample
+	// within ProbeSeconds of it undoes it (probeBad counts them).
 	probe          bool
 	probeAt        time.Time
 	probeR, probeC int
+	probeBad       int
 	// rStart and cStart are the figures a new governor starts from.
 	rStart, cStart int
 	changes        []time.Time // increases within the last minute
@@ -346,10 +347,17 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	g.state.Degraded = reason != ""
 	if reason != "" {
 		// A first sign of degradation (one degraded sample): the next
-		// steps up are careful ones, and a fast step that caused it is
-		// undone at once.
+		// steps up are careful ones. A fast step that a second one
+		// follows (not necessarily the next second: one slow second may
+		// be the machine's) is undone at once.
 		g.stepF = MaxStep
-		if g.probe && s.At.Sub(g.probeAt) <= ProbeSeconds*time.Second {
+		if g.probe && s.At.Sub(g.probeAt) > ProbeSeconds*time.Second {
+			g.probe = false
+		}
+		if g.probe {
+			g.probeBad++
+		}
+		if g.probe && g.probeBad >= DegradedSeconds {
 			g.probe = false
 			if c, ok := g.undo(s, reason); ok {
 				c.Latency, c.Threshold, c.ErrorRate = s.Latency, threshold, errRate
@@ -523,7 +531,7 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	}
 	// A fast step stays open until the next change: a first sign of
 	// degradation meanwhile undoes it.
-	g.probe, g.probeAt, g.probeR, g.probeC = f > MaxStep, s.At, rate, conc
+	g.probe, g.probeAt, g.probeR, g.probeC, g.probeBad = f > MaxStep, s.At, rate, conc, 0
 	// No sign since the last step: the next may be larger.
 	g.stepF = min(2*f, FastStep)
 	g.rate.Store(int64(c.ToRate))

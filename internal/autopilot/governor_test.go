@@ -399,9 +399,9 @@ func TestBaselineIgnoresOutliers(t *testing.T) {
 	}
 }
 
-// TestFastStepUndone: a fast step up followed by one degraded sample is
-// undone at once (back to the figures before it, a change down for the
-// degradation's reason); the steps
+// TestFastStepUndone: a fast step up that two degraded samples follow
+// (one alone may be the machine's) is undone at the second (back to the
+// figures before it, a change down for the degradation's reason); the steps
 // after it are careful ones (at most MaxStep) until one passes without a
 // sign, and a decrease for a lasting degradation still comes.
 func TestFastStepUndone(t *testing.T) {
@@ -418,9 +418,13 @@ func TestFastStepUndone(t *testing.T) {
 	if up.Direction != "up" || float64(up.ToRate) <= float64(up.FromRate)*(1+MaxStep)+1 {
 		t.Fatalf("first step %+v, want a fast one (more than MaxStep)", up)
 	}
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("after one degraded sample: %+v, want no change yet", c)
+	}
+	f.feed(100*time.Millisecond, 100, 0, true)
 	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
 	if !ok || c.Direction != "down" || c.Reason != ReasonLatency || c.ToRate != up.FromRate || c.ToConc != up.FromConc {
-		t.Fatalf("after one degraded sample: %+v (%v), want the step undone to %d, %d", c, ok, up.FromRate, up.FromConc)
+		t.Fatalf("after a second degraded sample: %+v (%v), want the step undone to %d, %d", c, ok, up.FromRate, up.FromConc)
 	}
 	// Healthy again: careful steps, never past the figure that hurt at
 	// once.
@@ -453,8 +457,8 @@ func TestFastStepUndone(t *testing.T) {
 
 // TestOldStepNotUndone: a degradation long after a fast step (more than
 // ProbeSeconds, no step since: nobody waited) is not the step's: the
-// figures come down by the decrease, after DegradedSeconds, not by an
-// undo after one second.
+// figures come down by the decrease, after DegradedSeconds in a row, not
+// by an undo.
 func TestOldStepNotUndone(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{}))
 	f := &feeder{t: t, g: g, fromFloor: true}
@@ -469,16 +473,60 @@ func TestOldStepNotUndone(t *testing.T) {
 	if up.Direction != "up" {
 		t.Fatal("no step up")
 	}
+	// One degraded second (the machine's): no change, and the next step
+	// is a careful one.
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("one degraded second after the step: %+v, want none", c)
+	}
 	for range ProbeSeconds + 1 {
 		if c, ok := f.feed(100*time.Millisecond, 100, 0, false); ok {
 			t.Fatalf("change %+v with nobody waiting", c)
 		}
 	}
 	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
-		t.Fatalf("one degraded second %d s after the step: %+v, want no undo", ProbeSeconds+1, c)
+		t.Fatalf("a second degraded second %d s after the step: %+v, want no undo", ProbeSeconds+2, c)
 	}
 	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
 	if want := g.rr.Clamp(int(float64(up.ToRate) * DefaultDecrease)); !ok || c.Direction != "down" || c.ToRate != want {
 		t.Errorf("the second degraded second: %+v (%v), want the decrease to half of %d (at least the floor): %d", c, ok, up.ToRate, want)
+	}
+}
+
+// TestNoiseSlowsTheClimb: one degraded second now and then (a busy
+// machine) undoes nothing, but makes the steps after it careful ones
+// (at most MaxStep), and each step without one doubles the next again.
+func TestNoiseSlowsTheClimb(t *testing.T) {
+	g := New(settings(6000, 10000, usher.Autopilot{}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(3, 3)))
+	var ups []Change
+	for i := range 200 {
+		lat := 100 * time.Millisecond
+		if i == 30 {
+			lat = 400 * time.Millisecond
+		}
+		if c, ok := f.feed(lat, 100, 0, true); ok {
+			if c.Direction != "up" {
+				t.Fatalf("change %+v on a lone degraded second", c)
+			}
+			c.Latency = time.Duration(i) // the second of the change
+			ups = append(ups, c)
+		}
+	}
+	var after []Change
+	for _, c := range ups {
+		if c.Latency > 30 {
+			after = append(after, c)
+		}
+	}
+	if len(after) < 3 {
+		t.Fatalf("steps after the degraded second: %+v", after)
+	}
+	share := func(c Change) float64 { return float64(c.ToRate-c.FromRate) / float64(c.FromRate) }
+	if s := share(after[0]); s > MaxStep+0.01 {
+		t.Errorf("the first step after a degraded second added %.0f %%, want at most %.0f %%", 100*s, 100*MaxStep)
+	}
+	if s0, s1 := share(after[0]), share(after[1]); s1 < 2*s0*0.9 {
+		t.Errorf("steps after it added %.0f %% then %.0f %%: want the second twice the first", 100*s0, 100*s1)
 	}
 }

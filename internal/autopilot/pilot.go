@@ -57,9 +57,6 @@ type entry struct {
 	gov  *Governor
 	rec  Recorder
 	prev Snapshot
-	// recent holds the last PoolSeconds seconds' counts (newest last),
-	// pooled for the latency percentile.
-	recent []Snapshot
 	// allow is the admissions the rate window may hold until the next
 	// tick (-1: unknown, unpaced): see pace.
 	allow   atomic.Int64
@@ -216,7 +213,7 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 			h = snapshotOf(all)
 		}
 		sample.Count, sample.Errors = h.Count, h.Errors
-		sample.Latency = e.pooled(h).Percentile(float64(ParamsOf(&s.Autopilot).Percentile))
+		sample.Latency = h.SamplePercentile(float64(ParamsOf(&s.Autopilot).Percentile))
 		window := int64(-1)
 		if p.Status != nil {
 			if st, err := p.Status(ctx, room, now); err == nil {
@@ -304,36 +301,6 @@ func (p *Pilot) Sync(ctx context.Context) {
 	for id, e := range p.load() {
 		p.adopt(ctx, id, e)
 	}
-}
-
-// The latency percentile of a sample is taken over the answers of its
-// second and, while they are fewer than PoolAnswers, of the seconds before
-// it, up to PoolSeconds in all: the p99 of a second with 20 answers is its
-// slowest one, and a single slow answer (a busy machine) would count as a
-// degraded second. A degradation that slows a whole second's answers
-// still shows in that second's sample (they are a third or more of the
-// pool); a second without answers is a sample without traffic as before.
-const (
-	PoolAnswers = 100
-	PoolSeconds = 3
-)
-
-// pooled adds h to e's recent seconds and returns the pool the latency
-// percentile is taken over: h, and the seconds before it while the
-// answers are fewer than PoolAnswers.
-func (e *entry) pooled(h Snapshot) *Snapshot {
-	if len(e.recent) == PoolSeconds {
-		e.recent = append(e.recent[:0], e.recent[1:]...)
-	}
-	e.recent = append(e.recent, h)
-	pool := h
-	if h.Count == 0 {
-		return &pool
-	}
-	for i := len(e.recent) - 2; i >= 0 && pool.Count < PoolAnswers; i-- {
-		pool.Add(&e.recent[i])
-	}
-	return &pool
 }
 
 // pace returns the admissions the rate window may hold until the next

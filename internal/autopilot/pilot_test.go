@@ -60,39 +60,47 @@ func TestPace(t *testing.T) {
 	}
 }
 
-// TestPooledLatency: a sample's percentile is taken over its second and,
-// while they hold fewer than PoolAnswers answers, the seconds before (at
-// most PoolSeconds in all): one slow answer among a few in a second does
-// not make the second's p99; a second whose answers are all slow still
-// shows at once; the pool never holds more than PoolSeconds seconds.
-func TestPooledLatency(t *testing.T) {
-	sec := func(n int, lat time.Duration) Snapshot {
+// TestSamplePercentile: a sample's percentile leaves out the slowest
+// answer when they are too few for the percentile to leave any out (the
+// p99 of fewer than 100), so that one slow answer among a second's few
+// does not make a degraded second; two do, and a second whose answers are
+// all slow shows at once; with 100 answers or more it is the percentile.
+func TestSamplePercentile(t *testing.T) {
+	sec := func(lats ...time.Duration) *Snapshot {
 		var r Recorder
-		for range n {
-			r.Record(lat, false)
+		for _, l := range lats {
+			r.Record(l, false)
 		}
-		return r.Snapshot()
+		s := r.Snapshot()
+		return &s
 	}
-	var e entry
-	e.pooled(sec(40, 100*time.Millisecond))
-	e.pooled(sec(40, 100*time.Millisecond))
-	s := sec(19, 100*time.Millisecond)
-	slow := sec(1, 2*time.Second)
-	s.Add(&slow)
-	if p := e.pooled(s).Percentile(99); p > 120*time.Millisecond {
-		t.Errorf("one slow answer among 100 pooled: p99 %v, want about 100ms", p)
+	many := func(n int, l time.Duration) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = l
+		}
+		return out
 	}
-	if p := e.pooled(sec(40, time.Second)).Percentile(99); p < 900*time.Millisecond {
-		t.Errorf("a second of slow answers: p99 %v, want about 1s", p)
-	}
-	if p := e.pooled(sec(200, 50*time.Millisecond)).Percentile(99); p > 60*time.Millisecond {
-		t.Errorf("a second with enough answers alone: p99 %v, want about 50ms", p)
-	}
-	if n := len(e.recent); n != PoolSeconds {
-		t.Errorf("%d seconds kept, want %d", n, PoolSeconds)
-	}
-	if got := e.pooled(Snapshot{}); got.Count != 0 {
-		t.Errorf("a second without answers pooled %d answers, want none (no traffic)", got.Count)
+	fast, slow := 100*time.Millisecond, 2*time.Second
+	near := func(got, want time.Duration) bool { return got >= want && got <= want*9/8 }
+	for _, tc := range []struct {
+		name string
+		s    *Snapshot
+		p    float64
+		want time.Duration
+	}{
+		{"none", sec(), 99, 0},
+		{"one answer", sec(slow), 99, slow},
+		{"one slow among 20", sec(append(many(19, fast), slow)...), 99, fast},
+		{"two slow among 20", sec(append(many(18, fast), slow, slow)...), 99, slow},
+		{"all slow", sec(many(20, slow)...), 99, slow},
+		{"one slow among 200: the p99", sec(append(many(199, fast), slow)...), 99, fast},
+		{"three slow among 200: the p99", sec(append(many(197, fast), slow, slow, slow)...), 99, slow},
+		{"the median is the median", sec(append(many(10, fast), many(9, slow)...)...), 50, fast},
+	} {
+		if got := tc.s.SamplePercentile(tc.p); !(got == tc.want || (tc.want > 0 && near(got, tc.want))) {
+			t.Errorf("%s: p%v %v, want about %v", tc.name, tc.p, got, tc.want)
+		}
 	}
 }
 
