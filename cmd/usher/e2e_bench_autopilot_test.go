@@ -13,7 +13,7 @@ import (
 // shorter version of the runs in docs/benchmarks.md: a real origin in the
 // bench process whose latency rises with its concurrency, usher in front
 // of it, the bench's visitors over real HTTP, the two cases at once (each
-// its fixed side, then its autopilot side, 70-80 s each).
+// its fixed side, then its autopilot side, 70 s and 90 s each).
 //
 //   - limits 3x too high (200 visitors in 10 s): the fixed limits push
 //     the origin's p99 past twice the healthy one or its errors to 1 % or
@@ -36,7 +36,7 @@ func TestE2EBenchAutopilot(t *testing.T) {
 	}
 	runs := []*run{
 		{name: "high", arrivals: "flash:200@10s", horizon: "70s"},
-		{name: "low", arrivals: "flash:100@5s", horizon: "80s"},
+		{name: "low", arrivals: "flash:100@5s", horizon: "90s"},
 	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
