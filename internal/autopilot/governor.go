@@ -271,14 +271,22 @@ func (g *Governor) Adopt(rate, conc int) {
 // Adopt, and the change counts toward this governor's cap and spacing, and
 // ends its streaks, so that the nodes of a room change it as one.
 func (g *Governor) AdoptChange(rate, conc int, at time.Time) {
-	before, _ := g.Limits()
+	g.mu.Lock()
+	beforeR, beforeC := int(g.rate.Load()), int(g.conc.Load())
+	g.mu.Unlock()
 	g.Adopt(rate, conc)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if rate < before {
+	if rate < beforeR {
 		g.downs = append(g.downs, at)
+		// As after a decrease of its own: careful steps, no open step.
+		g.stepF, g.probe = MaxStep, false
 	} else {
 		g.changes = append(g.changes, at)
+		// As after a step of its own: open to be undone if it was fast,
+		// and the next one larger.
+		g.probe, g.probeAt, g.probeR, g.probeC, g.probeBad = g.stepF > MaxStep, at, beforeR, beforeC, 0
+		g.stepF = min(2*g.stepF, FastStep)
 	}
 	g.bad, g.good = 0, 0
 }
@@ -529,8 +537,8 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	if c.ToRate == rate && c.ToConc == conc {
 		return Change{}, false // at the ceiling
 	}
-	// A fast step stays open until the next change: a first sign of
-	// degradation meanwhile undoes it.
+	// A fast step stays open until the next change: a second degraded
+	// sample within ProbeSeconds undoes it.
 	g.probe, g.probeAt, g.probeR, g.probeC, g.probeBad = f > MaxStep, s.At, rate, conc, 0
 	// No sign since the last step: the next may be larger.
 	g.stepF = min(2*f, FastStep)
@@ -564,7 +572,8 @@ func (g *Governor) undo(s Sample, reason string) (Change, bool) {
 // healthy mark): then careful, each step that no sign followed doubling
 // the next up to FastStep. A step comes at most every minute /
 // max_changes_per_minute, so that the load it adds is seen before the
-// next; a fast step that a sign follows before the next is undone.
+// next; a fast step that two degraded samples follow within ProbeSeconds
+// (before the next change) is undone.
 const (
 	MaxStep  = 0.15
 	FastStep = 0.5
