@@ -583,16 +583,17 @@ const (
 	ProbeSeconds = 20
 )
 
-// step is the next figure up from v: a Recover share of the gap to the
-// figure that last degraded the origin; with none, or past it, a Recover
+// step is the next figure up from v: toward the figure that last
+// degraded the origin, not past it; with none, or past it, a Recover
 // share of the gap to the ceiling; at most f of v more (past the figure
 // that hurt, at most a tenth on the first step), so that the governor
 // probes carefully near the figure that hurt.
 func (g *Governor) step(v, bad, ceiling int, f float64) int {
 	limit := max(int(float64(v)*f), 1)
 	if bad > v+1 {
-		// Toward the figure that hurt: half the gap, at most f.
-		return v + min(max((bad-v)/2, 1), limit)
+		// Toward the figure that hurt, at most f, not past it: halving
+		// the gap instead crept up to it a step at a time.
+		return v + min(bad-v, limit)
 	}
 	up := int(math.Ceil(g.p.Recover * float64(ceiling-v)))
 	if bad > 0 && f <= MaxStep {
