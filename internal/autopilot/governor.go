@@ -567,7 +567,7 @@ func (g *Governor) undo(s Sample, reason string) (Change, bool) {
 }
 
 // The size of a step up. MaxStep is the most a careful step adds to a
-// figure (15 %); FastStep the most a fast one adds (50 %). A governor's
+// figure (15 %); FastStep the most a fast one adds (30 %). A governor's
 // steps are fast until the first sign of degradation (a sample above the
 // healthy mark): then careful, each step that no sign followed doubling
 // the next up to FastStep. A step comes at most every minute /
@@ -576,7 +576,7 @@ func (g *Governor) undo(s Sample, reason string) (Change, bool) {
 // (before the next change) is undone.
 const (
 	MaxStep  = 0.15
-	FastStep = 0.5
+	FastStep = 0.3
 	// ProbeSeconds is how long a fast step stays open to be undone: a
 	// step's load shows within seconds (the line fills the new slots,
 	// paced), and a degradation later than this is no longer the step's.
