@@ -191,12 +191,14 @@ type Governor struct {
 	// by each step up that no sign followed.
 	stepF float64
 	// probe is the figures before the last step up while it is larger
-	// than MaxStep and no other change followed: a second degraded sample
-	// within ProbeSeconds of it undoes it (probeBad counts them).
+	// than MaxStep and no other change followed: two degraded samples
+	// within ProbeSeconds of it undo it.
 	probe          bool
 	probeAt        time.Time
 	probeR, probeC int
-	probeBad       int
+	// lastDeg is the last degraded sample's time: a second one within
+	// ProbeSeconds is a sign of degradation.
+	lastDeg time.Time
 	// rStart and cStart are the figures a new governor starts from.
 	rStart, cStart int
 	changes        []time.Time // increases within the last minute
@@ -285,7 +287,7 @@ func (g *Governor) AdoptChange(rate, conc int, at time.Time) {
 		g.changes = append(g.changes, at)
 		// As after a step of its own: open to be undone if it was fast,
 		// and the next one larger.
-		g.probe, g.probeAt, g.probeR, g.probeC, g.probeBad = g.stepF > MaxStep, at, beforeR, beforeC, 0
+		g.probe, g.probeAt, g.probeR, g.probeC = g.stepF > MaxStep, at, beforeR, beforeC
 		g.stepF = min(2*g.stepF, FastStep)
 	}
 	g.bad, g.good = 0, 0
@@ -353,19 +355,22 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	}
 	healthy := reason == "" && (learning || s.Latency <= g.healthyBelow())
 	g.state.Degraded = reason != ""
-	if reason != "" {
-		// A first sign of degradation (one degraded sample): the next
-		// steps up are careful ones. A fast step that a second one
-		// follows (not necessarily the next second: one slow second may
-		// be the machine's) is undone at once.
-		g.stepF = MaxStep
-		if g.probe && s.At.Sub(g.probeAt) > ProbeSeconds*time.Second {
-			g.probe = false
+	if g.probe && s.At.Sub(g.probeAt) > ProbeSeconds*time.Second {
+		g.probe = false
+	}
+	if reason != "" && !learning {
+		// A sign of degradation: a second degraded sample within
+		// ProbeSeconds (not necessarily the next second: one slow second
+		// alone may be the machine's). The next steps up are careful
+		// ones, and a fast step it follows is undone at once.
+		prev := g.lastDeg
+		sign := !prev.IsZero() && s.At.Sub(prev) <= ProbeSeconds*time.Second
+		g.lastDeg = s.At
+		if sign {
+			g.stepF = MaxStep
 		}
-		if g.probe {
-			g.probeBad++
-		}
-		if g.probe && g.probeBad >= DegradedSeconds {
+		// Both degraded samples after the step: it is the step's doing.
+		if sign && g.probe && !prev.Before(g.probeAt) {
 			g.probe = false
 			if c, ok := g.undo(s, reason); ok {
 				c.Latency, c.Threshold, c.ErrorRate = s.Latency, threshold, errRate
@@ -381,8 +386,9 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	case healthy:
 		g.good++
 		g.bad = 0
-	default: // within the hysteresis band: hold
-		g.bad, g.good = 0, 0
+	default: // within the hysteresis band: hold (the healthy seconds
+		// so far count on; a band second is not one of them)
+		g.bad = 0
 	}
 	if g.bad >= DegradedSeconds && g.allowed(s.At, true) {
 		if c, ok := g.decrease(s, reason); ok {
@@ -391,7 +397,7 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 			return g.record(c), true
 		}
 	}
-	if g.good >= HealthySeconds && s.Waiting && !learning && g.allowed(s.At, false) {
+	if healthy && g.good >= HealthySeconds && s.Waiting && !learning && g.allowed(s.At, false) {
 		if c, ok := g.increase(s); ok {
 			c.Latency, c.ErrorRate = s.Latency, errRate
 			g.good = 0
@@ -537,9 +543,9 @@ func (g *Governor) increase(s Sample) (Change, bool) {
 	if c.ToRate == rate && c.ToConc == conc {
 		return Change{}, false // at the ceiling
 	}
-	// A fast step stays open until the next change: a second degraded
-	// sample within ProbeSeconds undoes it.
-	g.probe, g.probeAt, g.probeR, g.probeC, g.probeBad = f > MaxStep, s.At, rate, conc, 0
+	// A fast step stays open until the next change: two degraded samples
+	// within ProbeSeconds undo it.
+	g.probe, g.probeAt, g.probeR, g.probeC = f > MaxStep, s.At, rate, conc
 	// No sign since the last step: the next may be larger.
 	g.stepF = min(2*f, FastStep)
 	g.rate.Store(int64(c.ToRate))
