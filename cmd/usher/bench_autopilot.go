@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,12 +103,20 @@ func (m *Main) benchAutopilot(ctx context.Context, f *benchFlags) (*AutopilotBen
 		}
 		c.Limits.SessionDuration, c.Limits.RefreshInterval = minSession, f.refresh
 		c.Autopilot = block
-		for _, auto := range []bool{false, true} {
-			side, err := m.benchAutopilotSide(ctx, f, c, auto)
-			if err != nil {
-				return nil, err
+		c.Sides = make([]CompareSide, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, auto := range []bool{false, true} {
+			if !f.apAtOnce {
+				c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, true)
+				continue
 			}
-			c.Sides = append(c.Sides, side)
+			// At once: no progress lines (two would interleave).
+			wg.Go(func() { c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, false) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
 		if f.plot != "" {
 			if err := writeAutopilotPlot(casePlot(f.plot, name), c, res); err != nil {
@@ -149,7 +158,7 @@ func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchRe
 // time, never waiting for a worker), whose p99 over the same time is the
 // healthy one: the machine's own latency (a shared box, its cores busy
 // with other work) weighs on both alike.
-func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto bool) (CompareSide, error) {
+func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto, progress bool) (CompareSide, error) {
 	name := "fixed limits"
 	if auto {
 		name = "autopilot"
@@ -249,7 +258,11 @@ rooms:
 	cctx, stopControl := context.WithCancel(ctx)
 	controlDone := make(chan error, 1)
 	go func() { controlDone <- autopilotControl(cctx, controlURL) }()
-	line := m.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
+	pm := &Main{Stderr: io.Discard}
+	if progress {
+		pm = m
+	}
+	line := pm.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   "http://" + at.pub + "/",
 		Arrivals: f.arr,

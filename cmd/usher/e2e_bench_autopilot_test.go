@@ -12,14 +12,15 @@ import (
 // TestE2EBenchAutopilot: usher bench --self --scenario autopilot, a
 // shorter version of the runs in docs/benchmarks.md: a real origin in the
 // bench process whose latency rises with its concurrency, usher in front
-// of it, the bench's visitors over real HTTP, the two cases at once (each
-// its fixed side, then its autopilot side, 70 s and 90 s each).
+// of it, the bench's visitors over real HTTP, the two cases at once: 3x
+// too high its fixed side then its autopilot side, 70 s each; 3x too low
+// both sides at once (--sides-at-once), 110 s.
 //
 //   - limits 3x too high (200 visitors in 10 s): the fixed limits push
 //     the origin's p99 past twice the healthy one or its errors to 1 % or
 //     more; autopilot keeps its p99 within twice the healthy one and its
 //     errors under 1 %.
-//   - limits 3x too low, a ceiling above them (100 visitors in 5 s):
+//   - limits 3x too low, a ceiling above them (120 visitors in 5 s):
 //     autopilot drains the line within the run, the fixed limits do not
 //     (or later), with the origin's p99 within twice the healthy one and
 //     its errors under 1 %.
@@ -30,20 +31,23 @@ func TestE2EBenchAutopilot(t *testing.T) {
 	dir := t.TempDir()
 	type run struct {
 		name, arrivals, horizon string
+		atOnce                  bool
 		code                    int
 		out, errs               string
 		res                     AutopilotBenchResult
 	}
 	runs := []*run{
 		{name: "high", arrivals: "flash:200@10s", horizon: "70s"},
-		{name: "low", arrivals: "flash:100@5s", horizon: "90s"},
+		{name: "low", arrivals: "flash:120@5s", horizon: "110s", atOnce: true},
 	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
-		wg.Go(func() {
-			r.code, r.out, r.errs = runMain(t, "bench", "--self", "--scenario", "autopilot", "--case", r.name,
-				"--arrivals", r.arrivals, "--horizon", r.horizon, "--json", "--plot", filepath.Join(dir, "autopilot.svg"))
-		})
+		args := []string{"bench", "--self", "--scenario", "autopilot", "--case", r.name,
+			"--arrivals", r.arrivals, "--horizon", r.horizon, "--json", "--plot", filepath.Join(dir, "autopilot.svg")}
+		if r.atOnce {
+			args = append(args, "--sides-at-once")
+		}
+		wg.Go(func() { r.code, r.out, r.errs = runMain(t, args...) })
 	}
 	wg.Wait()
 	sides := map[string][2]CompareSide{}
