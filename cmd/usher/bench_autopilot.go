@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -37,9 +38,12 @@ const (
 	// autopilotLoad is the share of the origin's capacity the limits are
 	// sized to sustain.
 	autopilotLoad = 0.8
-	// autopilotControlConc is how many requests at a time load the
-	// control origin whose p99 is the healthy one.
-	autopilotControlConc = 2
+	// autopilotControlEvery is the pace of the requests that load the
+	// control origin whose p99 is the healthy one (10 a second, a fifth
+	// of its capacity), sent on time whether the ones before have been
+	// answered or not; autopilotControlMax bounds those in flight.
+	autopilotControlEvery = 100 * time.Millisecond
+	autopilotControlMax   = 200
 )
 
 // The cases: the room's limits 3x above and 3x below what the origin
@@ -154,10 +158,10 @@ func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchRe
 
 // benchAutopilotSide runs one side of a case: usher in this process in
 // front of a fresh origin, loaded by the arrivals, and meanwhile a control
-// origin of the same model at low load (autopilotControlConc requests at a
-// time, never waiting for a worker), whose p99 over the same time is the
-// healthy one: the machine's own latency (a shared box, its cores busy
-// with other work) weighs on both alike.
+// origin of the same model at low load (a request every
+// autopilotControlEvery), whose p99 over the same time is the healthy one:
+// the machine's own latency (a shared box, its cores busy with other work)
+// weighs on both alike.
 func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto, progress bool) (CompareSide, error) {
 	name := "fixed limits"
 	if auto {
@@ -282,7 +286,11 @@ rooms:
 	if err != nil {
 		return CompareSide{}, err
 	}
-	o := origin.Stats(control.Percentile(99))
+	healthy := control.Percentile(99)
+	if healthy <= 0 {
+		return CompareSide{}, errors.New("control origin: no answer")
+	}
+	o := origin.Stats(healthy)
 	o.Changes = changes
 	r := bench.Report(tl, c.Limits)
 	s := CompareSide{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
@@ -295,38 +303,54 @@ rooms:
 	return s, nil
 }
 
-// autopilotControl loads the control origin at u with
-// autopilotControlConc requests at a time until ctx ends (its workers are
-// never all busy: its latency is the healthy one, on this machine, now).
+// autopilotControl loads the control origin at u with a request every
+// autopilotControlEvery until ctx ends, each sent on time whether the
+// ones before were answered or not (open loop, like the visitors): a
+// client that waited for each answer would send nothing while the machine
+// stalls, and count a stall once where the visitors' requests count it
+// once for each request that arrives during it.
 func autopilotControl(ctx context.Context, u string) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	var wg sync.WaitGroup
-	errs := make(chan error, autopilotControlConc)
-	for range autopilotControlConc {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
-				req.Header.Set(bench.HeaderVisitor, "control")
-				resp, err := client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						errs <- err
-					}
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					errs <- fmt.Errorf("answered %d at low load", resp.StatusCode)
-					return
-				}
+	defer wg.Wait()
+	slots := make(chan struct{}, autopilotControlMax)
+	var failed atomic.Pointer[error]
+	tick := time.NewTicker(autopilotControlEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			if e := failed.Load(); e != nil {
+				return *e
 			}
+			return nil
+		case <-tick.C:
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			continue // as many in flight as allowed: this one is skipped
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
+			req.Header.Set(bench.HeaderVisitor, "control")
+			// The origin records each answer, a 504 of a machine
+			// stalled for over a second included; only a request that
+			// could not be sent at all is the bench's failure.
+			resp, err := client.Do(req)
+			if err != nil {
+				if ctx.Err() == nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		})
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 // benchRoomStatus is the part of a room's status JSON the bench reads.
