@@ -159,18 +159,21 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		flag(op.NoAdmit), flag(op.Force),
 		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64),
 		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep),
-		itoa(op.FromBucket), itoa(op.DrawBefore))
+		itoa(op.FromBucket), itoa(op.DrawBefore),
+		// The admission's time rounded up to the millisecond: it leaves
+		// the rate window when that is 60 s old (scripts/common.lua).
+		itoa(op.Now.Add(time.Millisecond-1).UnixMilli()))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
-		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back))
+		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
 	} else {
-		args = append(args, "0", "0", "0")
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [13]int64
+	var v [15]int64
 	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
@@ -179,7 +182,8 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		Admitted:   v[0] == 1,
 		Ahead:      v[1],
 		Replay:     v[8] == 1,
-		Record:     record(v[9], v[10], v[11]),
+		TookOver:   v[14] == 1,
+		Record:     record(v[9], v[10], v[11], v[13]),
 		OverClient: v[12] == 1,
 		RoomStats: usher.RoomStats{
 			Active:             v[2],
@@ -190,12 +194,17 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	}, nil
 }
 
-// record makes a usher.Record of a script's answer (zero at: none).
-func record(at, cell, admitted int64) usher.Record {
+// record makes a usher.Record of a script's answer (zero at: none; zero
+// from: none).
+func record(at, cell, admitted, from int64) usher.Record {
 	if at == 0 {
 		return usher.Record{}
 	}
-	return usher.Record{At: time.UnixMilli(at).UTC(), Cell: cell, Admitted: admitted == 1}
+	r := usher.Record{At: time.UnixMilli(at).UTC(), Cell: cell, Admitted: admitted == 1}
+	if from != 0 {
+		r.From = time.UnixMilli(from).UTC()
+	}
+	return r
 }
 
 // Renew implements usher.Store with one script call.
@@ -206,12 +215,12 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [6]int64
+	var v [7]int64
 	if err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.RenewResult{}, err
 	}
 	s.remember(room, op.Now, v[0], v[1])
-	return usher.RenewResult{Replay: v[2] == 1, Record: record(v[3], v[4], v[5])}, nil
+	return usher.RenewResult{Replay: v[2] == 1, Record: record(v[3], v[4], v[5], v[6])}, nil
 }
 
 // Peek implements usher.Store with one script call; a room Redis does not
@@ -236,7 +245,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
+	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
 	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
@@ -249,7 +258,7 @@ func (s *Store) Lapsed(ctx context.Context, room string, now time.Time) (int64, 
 	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
+	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return 0, err
 	}
 	return v[3], nil

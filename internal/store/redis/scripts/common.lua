@@ -9,12 +9,15 @@
 --               buckets a page; "exp" -> packed records (page, 1) of the
 --               cell's pages
 --   4 active    hash: expiry second -> active count
---   5 admitted  hash: second -> admissions
+--   5 admitted  hash: second -> admissions; "l<second>" -> unix ms of the
+--               second's last admission
 --   6 visitor   string (admit, renew): the record of the ticket the room
 --               counted last for one visitor, packed: counted-at (ms, a
 --               double), cell and keep (unix seconds, uint32), admitted
---               (byte); the key expires when no ticket of the visitor can
---               be presented any more
+--               (byte), and the counted-at of the ticket it was counted
+--               from (ms, a double; 0: none; absent in 17-byte records
+--               written before); the key expires when no ticket of the
+--               visitor can be presented any more
 --   7, 8        hashes (admit): the per-client sketch of the even and the
 --               odd minutes, "_m" -> the minute held, "row:cell" -> count
 -- Keys 2-5 hold a marker field "_" so that they exist while the room does:
@@ -166,6 +169,23 @@ local function waiting_due(from, to, fn)
     fields[#fields + 1] = f
   end
   return fields
+end
+
+-- rate_out returns the admissions of second now - RATE + 1, the oldest
+-- the window holds, when the last of them is at least 60 s before ms (unix
+-- ms): none of them is in (ms - 60 s, ms] any more. A second whose last
+-- admission is not known counts to its last millisecond.
+local function rate_out(now, ms)
+  local s = now - RATE + 1
+  local c = num(redis.call('HGET', R, s))
+  if c <= 0 then
+    return 0
+  end
+  local last = tonumber(redis.call('HGET', R, 'l' .. s)) or (s * 1000 + 999)
+  if last <= ms - 60000 then
+    return c
+  end
+  return 0
 end
 
 -- meta reads the meta hash into a table of numbers.
