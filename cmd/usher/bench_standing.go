@@ -59,6 +59,10 @@ type StandingStep struct {
 	// so that a generator falling behind cannot hide slow answers.
 	SchedP99ms float64 `json:"p99_from_schedule_ms"`
 	Errors     int     `json:"errors"`
+	// Connections is how many connections the generator opened during
+	// the step: it keeps them alive, as browsers do, so a steady step
+	// opens none.
+	Connections int `json:"connections_opened"`
 	// Admitted is how many waiters the room let in during the step: the
 	// front of the line moves.
 	Admitted int `json:"admitted"`
@@ -228,6 +232,7 @@ type crowd struct {
 	chunks [][]byte // the arena: cookie values, stride bytes each, chunkSize waiters a chunk, made as waiters join
 	lens   []uint16 // cookie length per waiter; 0 until its first answer
 	n      atomic.Int64
+	dials  atomic.Int64 // connections opened
 	in     atomic.Int64 // waiters who had their first answer
 
 	mu     sync.Mutex
@@ -405,8 +410,11 @@ func (c *crowd) dispatch() {
 }
 
 func (c *crowd) worker() {
-	wc := &waiterConn{addr: c.addr}
+	wc := &waiterConn{addr: c.addr, dials: &c.dials}
 	defer wc.close()
+	// Each connection opens at the start, as a crowd's browsers are
+	// connected before the steps are measured.
+	_ = wc.dial()
 	for it := range c.work {
 		due := c.origin.Add(time.Duration(it.slot) * wheelSlot)
 		start := time.Now()
@@ -464,13 +472,13 @@ func (c *crowd) measure(ctx context.Context, d time.Duration) StandingStep {
 	c.rec.Lock()
 	c.on, c.lats, c.sched, c.late, c.errs, c.admitted, c.sent = true, c.lats[:0], c.sched[:0], c.late[:0], 0, 0, 0
 	c.rec.Unlock()
-	start := time.Now()
+	start, dials := time.Now(), c.dials.Load()
 	_ = sleepCtx(ctx, d)
 	c.rec.Lock()
 	defer c.rec.Unlock()
 	c.on = false
 	step := StandingStep{Waiters: c.joined(), CheckInsPerS: float64(c.sent) / time.Since(start).Seconds(),
-		Errors: c.errs, Admitted: c.admitted}
+		Errors: c.errs, Admitted: c.admitted, Connections: int(c.dials.Load() - dials)}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	if n := len(c.lats); n > 0 {
 		slices.Sort(c.lats)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,8 @@ import (
 // (its per-connection goroutines, header maps and cookie parsing), and
 // the generator shares the two cores with usher.
 type waiterConn struct {
-	addr string
+	addr  string
+	dials *atomic.Int64 // counts the connections opened, if not nil
 	c    net.Conn
 	r    *bufio.Reader
 	out  []byte // the request being written
@@ -44,23 +46,34 @@ func (w *waiterConn) close() {
 // not set) and the body. Both slices are valid until the next get. On an
 // error the connection is closed; the next get dials again.
 func (w *waiterConn) get(req []byte, name string, cookie []byte) (int, []byte, []byte, error) {
-	if w.c == nil {
-		c, err := net.DialTimeout("tcp", w.addr, 10*time.Second)
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		w.c = c
-		if w.r == nil {
-			w.r = bufio.NewReaderSize(c, 8<<10)
-		} else {
-			w.r.Reset(c)
-		}
+	if err := w.dial(); err != nil {
+		return 0, nil, nil, err
 	}
 	status, set, body, keep, err := w.roundTrip(req, name, cookie)
 	if err != nil || !keep {
 		w.close()
 	}
 	return status, set, body, err
+}
+
+// dial opens the connection unless it is open.
+func (w *waiterConn) dial() error {
+	if w.c == nil {
+		c, err := net.DialTimeout("tcp", w.addr, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		w.c = c
+		if w.dials != nil {
+			w.dials.Add(1)
+		}
+		if w.r == nil {
+			w.r = bufio.NewReaderSize(c, 8<<10)
+		} else {
+			w.r.Reset(c)
+		}
+	}
+	return nil
 }
 
 func (w *waiterConn) roundTrip(req []byte, name string, cookie []byte) (status int, set, body []byte, keep bool, err error) {
