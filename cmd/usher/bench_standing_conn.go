@@ -22,11 +22,11 @@ import (
 type waiterConn struct {
 	addr  string
 	dials *atomic.Int64 // counts the connections opened, if not nil
-	c    net.Conn
-	r    *bufio.Reader
-	out  []byte // the request being written
-	set  []byte // the ticket's Set-Cookie value of the last answer
-	body []byte // the last answer's body
+	c     net.Conn
+	r     *bufio.Reader
+	out   []byte // the request being written
+	set   []byte // the ticket's Set-Cookie value of the last answer
+	body  []byte // the last answer's body
 }
 
 // answerLimit bounds an answer's body and headers: anything bigger is not
