@@ -45,6 +45,10 @@ type StandingStep struct {
 	// CheckInsPerS is the check-ins a second the waiters sent, each when
 	// its last answer said.
 	CheckInsPerS float64 `json:"checkins_per_s"`
+	// PeakPerS is the most check-ins due in one second of the step (by
+	// their scheduled moments): well above CheckInsPerS, the waiters come
+	// in bursts.
+	PeakPerS int `json:"peak_checkins_per_s"`
 	// FixedRPS is what the same waiters would send checking in every
 	// refresh_interval.
 	FixedRPS float64 `json:"fixed_interval_rps"`
@@ -244,6 +248,8 @@ type crowd struct {
 	wg   sync.WaitGroup
 
 	rec      sync.Mutex
+	from     time.Time // the start of the measured step
+	perSec   []int     // check-ins due in each second of the step
 	on       bool
 	lats     []time.Duration // send to full answer
 	sched    []time.Duration // the scheduled moment to full answer
@@ -439,6 +445,9 @@ func (c *crowd) worker() {
 		c.rec.Lock()
 		if c.on {
 			c.sent++
+			if k := int(due.Sub(c.from) / time.Second); k >= 0 && k < len(c.perSec) {
+				c.perSec[k]++
+			}
 			switch {
 			case errors.Is(err, errAdmitted):
 				c.admitted++
@@ -471,14 +480,17 @@ func (c *crowd) worker() {
 func (c *crowd) measure(ctx context.Context, d time.Duration) StandingStep {
 	c.rec.Lock()
 	c.on, c.lats, c.sched, c.late, c.errs, c.admitted, c.sent = true, c.lats[:0], c.sched[:0], c.late[:0], 0, 0, 0
-	c.rec.Unlock()
 	start, dials := time.Now(), c.dials.Load()
+	c.from, c.perSec = start, make([]int, int(d/time.Second)+1)
+	c.rec.Unlock()
 	_ = sleepCtx(ctx, d)
 	c.rec.Lock()
 	defer c.rec.Unlock()
 	c.on = false
 	step := StandingStep{Waiters: c.joined(), CheckInsPerS: float64(c.sent) / time.Since(start).Seconds(),
 		Errors: c.errs, Admitted: c.admitted, Connections: int(c.dials.Load() - dials)}
+	// The last second is cut short by the step's end.
+	step.PeakPerS = slices.Max(c.perSec[:max(len(c.perSec)-1, 1)])
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	if n := len(c.lats); n > 0 {
 		slices.Sort(c.lats)

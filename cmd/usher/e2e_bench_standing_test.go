@@ -26,13 +26,19 @@ func TestE2EBenchStanding(t *testing.T) {
 		t.Fatalf("steps %+v, want 1,000 and 3,000 waiters", r.Steps)
 	}
 	for _, s := range r.Steps {
-		t.Logf("%d waiters: %.0f check-ins/s, p50 %.2f ms, p99 %.2f ms, from schedule %.2f ms, late p99 %.2f ms, usher %.0f us, generator %.0f us a check-in, usher RSS %.1f MB",
-			s.Waiters, s.CheckInsPerS, s.P50ms, s.P99ms, s.SchedP99ms, s.LateP99ms, s.UsherCPUus, s.GeneratorCPUus, s.RSSMB)
+		t.Logf("%d waiters: %.0f check-ins/s (peak %d), p50 %.2f ms, p99 %.2f ms, from schedule %.2f ms, late p99 %.2f ms, usher %.0f us, generator %.0f us a check-in, usher RSS %.1f MB",
+			s.Waiters, s.CheckInsPerS, s.PeakPerS, s.P50ms, s.P99ms, s.SchedP99ms, s.LateP99ms, s.UsherCPUus, s.GeneratorCPUus, s.RSSMB)
 		n := float64(s.Waiters)
 		// Slowest: every waiter at max_refresh_interval plus its jitter
 		// (a tenth), rounding and the page's slack; fastest: once a second.
 		if low := 0.8 * n / (8*1.1 + 1.2); s.CheckInsPerS < low || s.CheckInsPerS > n {
 			t.Errorf("%d waiters: %.0f check-ins a second, want %.0f to %.0f", s.Waiters, s.CheckInsPerS, low, n)
+		}
+		// No waiter is due twice in a second (its interval is at least
+		// 1 s plus the page's slack), and the busiest second holds at
+		// least its share.
+		if s.PeakPerS > s.Waiters || float64(s.PeakPerS) < 0.5*s.CheckInsPerS {
+			t.Errorf("%d waiters: %d check-ins due in the busiest second, %.0f a second on average", s.Waiters, s.PeakPerS, s.CheckInsPerS)
 		}
 		if s.Errors != 0 || s.Connections != 0 {
 			t.Errorf("%d waiters: %d errors, %d connections opened during the step; want none", s.Waiters, s.Errors, s.Connections)
