@@ -373,8 +373,7 @@ func TestE2EDashboardChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm").open`)
-	if got := eval[string](t, tab, `[document.getElementById("confirm-field").textContent, document.getElementById("confirm-before").textContent,
-		document.getElementById("confirm-after").textContent].join(" ")`); got != "total_active_users 8 0" {
+	if got := eval[string](t, tab, `Array.prototype.map.call(document.querySelectorAll("#confirm-rows tr:only-child > *"), function (c) { return c.textContent; }).join(" ")`); got != "total_active_users 8 0" {
 		t.Errorf("the dialog shows %q", got)
 	}
 	if note := eval[string](t, tab, `document.getElementById("confirm-note").textContent`); !strings.Contains(note, "Spring drop") {
@@ -405,8 +404,7 @@ func TestE2EDashboardChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm").open && document.activeElement.id === "confirm-cancel"`)
-	if got := eval[string](t, tab, `[document.getElementById("confirm-field").textContent, document.getElementById("confirm-before").textContent,
-		document.getElementById("confirm-after").textContent].join(" ")`); got != "queue_all false true" {
+	if got := eval[string](t, tab, `Array.prototype.map.call(document.querySelectorAll("#confirm-rows tr:only-child > *"), function (c) { return c.textContent; }).join(" ")`); got != "queue_all false true" {
 		t.Fatalf("the dialog shows %q", got)
 	}
 	if err := chromedp.Do(tab, chromedp.KeyEvent("\t")); err != nil {
@@ -437,8 +435,7 @@ func TestE2EDashboardChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm").open`)
-	if got := eval[string](t, tab, `[document.getElementById("confirm-field").textContent, document.getElementById("confirm-before").textContent,
-		document.getElementById("confirm-after").textContent].join(" ")`); got != "suspended false true" {
+	if got := eval[string](t, tab, `Array.prototype.map.call(document.querySelectorAll("#confirm-rows tr:only-child > *"), function (c) { return c.textContent; }).join(" ")`); got != "suspended false true" {
 		t.Fatalf("the dialog shows %q", got)
 	}
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#confirm-apply"))); err != nil {
@@ -465,7 +462,7 @@ func TestE2EDashboardChromium(t *testing.T) {
 	waitUntil(t, rtab, 10*time.Second, `!!document.querySelector('[data-room="quiet"] svg[data-chart="active"]') &&
 		+document.querySelector('[data-room="quiet"] svg[data-chart="active"]').dataset.samples > 0`)
 	if !eval[bool](t, rtab, `(function () {
-		var c = document.querySelectorAll("[data-room] button, [data-room] input");
+		var c = document.querySelectorAll("[data-room] :is(button, input):not(.ro-ok)");
 		for (var i = 0; i < c.length; i++) { if (!c[i].disabled) { return false; } }
 		return c.length === 12 && !document.getElementById("readonly").hidden; })()`) {
 		t.Fatal("a read token's controls are not all disabled")

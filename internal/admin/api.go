@@ -43,16 +43,10 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/rooms/{id}", h.serveAPIRoom)
 	mux.HandleFunc("PATCH /api/v1/rooms/{id}", h.servePatchRoom)
 	mux.HandleFunc("DELETE /api/v1/rooms/{id}/overrides", h.serveResetRoom)
-	mux.HandleFunc("GET /api/v1/rooms/{id}/events", h.serveEvents)
-	mux.HandleFunc("POST /api/v1/rooms/{id}/events", h.serveCreateEvent)
-	mux.HandleFunc("GET /api/v1/rooms/{id}/events/{name}", h.serveEvent)
-	mux.HandleFunc("PATCH /api/v1/rooms/{id}/events/{name}", h.servePatchEvent)
-	mux.HandleFunc("DELETE /api/v1/rooms/{id}/events/{name}", h.serveDeleteEvent)
-	mux.HandleFunc("GET /api/v1/rooms/{id}/rules", h.serveRules)
-	mux.HandleFunc("POST /api/v1/rooms/{id}/rules", h.serveCreateRule)
-	mux.HandleFunc("GET /api/v1/rooms/{id}/rules/{index}", h.serveRule)
-	mux.HandleFunc("PATCH /api/v1/rooms/{id}/rules/{index}", h.servePatchRule)
-	mux.HandleFunc("DELETE /api/v1/rooms/{id}/rules/{index}", h.serveDeleteRule)
+	// GET, POST /api/v1/rooms/{id}/events; GET, PATCH, DELETE
+	// /api/v1/rooms/{id}/events/{name}; the same for rules/{index}.
+	eventsList.route(mux, h)
+	rulesList.route(mux, h)
 	mux.HandleFunc("GET /api/v1/overrides", h.serveOverrides)
 	mux.HandleFunc("GET /api/v1/audit", h.serveAudit)
 }
@@ -215,33 +209,6 @@ func redactWebhooks(v any) any {
 	return out
 }
 
-// eventsView returns a room's events with their tags.
-func eventsView(rm *usher.Room) EventsView {
-	list := config.EncodeEvents(rm.Events)
-	v := EventsView{ETag: etagOf(list), Events: make([]map[string]any, 0, len(list))}
-	for _, e := range list {
-		m := maps.Clone(e.(map[string]any))
-		m["etag"] = etagOf(e)
-		v.Events = append(v.Events, m)
-	}
-	return v
-}
-
-// ruleTag is the tag of a room's i-th rule: its place and its fields.
-func ruleTag(i int, rule any) string { return etagOf([]any{i, rule}) }
-
-// rulesView returns a room's rules with their index and tags.
-func rulesView(rm *usher.Room) RulesView {
-	list := config.EncodeRules(rm.Rules)
-	v := RulesView{ETag: etagOf(list), Rules: make([]map[string]any, 0, len(list))}
-	for i, r := range list {
-		m := maps.Clone(r.(map[string]any))
-		m["index"], m["etag"] = i, ruleTag(i, r)
-		v.Rules = append(v.Rules, m)
-	}
-	return v
-}
-
 // roomView returns the view of the room with id in snap; false when there
 // is none.
 func roomView(snap *Snapshot, id string) (RoomView, bool) {
@@ -338,102 +305,6 @@ func (h *Handler) serveOverrides(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	snap := h.layers.Current()
-	i := roomIndex(snap.Effective, id)
-	if i < 0 {
-		noRoom(id).write(w)
-		return
-	}
-	v := eventsView(&snap.Effective.Rooms[i])
-	w.Header().Set("ETag", v.ETag)
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (h *Handler) serveEvent(w http.ResponseWriter, r *http.Request) {
-	id, name := r.PathValue("id"), r.PathValue("name")
-	snap := h.layers.Current()
-	i := roomIndex(snap.Effective, id)
-	if i < 0 {
-		noRoom(id).write(w)
-		return
-	}
-	rm := &snap.Effective.Rooms[i]
-	j, aerr := findEvent(rm, name)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	v := eventsView(rm).Events[j]
-	w.Header().Set("ETag", v["etag"].(string))
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (h *Handler) serveRules(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	snap := h.layers.Current()
-	i := roomIndex(snap.Effective, id)
-	if i < 0 {
-		noRoom(id).write(w)
-		return
-	}
-	v := rulesView(&snap.Effective.Rooms[i])
-	w.Header().Set("ETag", v.ETag)
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (h *Handler) serveRule(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	snap := h.layers.Current()
-	i := roomIndex(snap.Effective, id)
-	if i < 0 {
-		noRoom(id).write(w)
-		return
-	}
-	rm := &snap.Effective.Rooms[i]
-	j, aerr := findRule(rm, r.PathValue("index"))
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	v := rulesView(rm).Rules[j]
-	w.Header().Set("ETag", v["etag"].(string))
-	writeJSON(w, http.StatusOK, v)
-}
-
-// findEvent returns the index of the room's event named name: 404 when
-// there is none, 409 when several have the name.
-func findEvent(rm *usher.Room, name string) (int, *apiError) {
-	found := -1
-	for j := range rm.Events {
-		if rm.Events[j].Name != name {
-			continue
-		}
-		if found >= 0 {
-			return -1, &apiError{status: http.StatusConflict, code: usher.EConflict, field: "name",
-				message: fmt.Sprintf("room %q has several events named %q: rename them in the config file", rm.ID, name)}
-		}
-		found = j
-	}
-	if found < 0 {
-		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
-			message: fmt.Sprintf("room %q has no event named %q", rm.ID, name)}
-	}
-	return found, nil
-}
-
-// findRule returns the index of the room's rule at index (as written in
-// the path): 404 when there is none.
-func findRule(rm *usher.Room, index string) (int, *apiError) {
-	var j int
-	if _, err := fmt.Sscanf(index, "%d", &j); err != nil || fmt.Sprint(j) != index || j < 0 || j >= len(rm.Rules) {
-		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
-			message: fmt.Sprintf("room %q has no rule %q (rules are numbered from 0; it has %d)", rm.ID, index, len(rm.Rules))}
-	}
-	return j, nil
 }
 
 // noRoom is the answer about a room that does not exist.

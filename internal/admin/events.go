@@ -1,60 +1,40 @@
 package admin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
 )
 
-// A change to one event or rule sets the room's whole list as a runtime
-// override (the "events" or "rules" field): the list in force, edited.
-// The list is then validated as the file's would be (times, overrides,
-// overlaps, expressions).
-
-// setList sets field's override to list.
-func setList(ov config.RoomOverrides, field string, list []any, now time.Time, by string) (config.RoomOverrides, *apiError) {
-	raw, err := json.Marshal(list)
-	if err != nil {
-		return nil, invalid(field, "%s: %v", field, err)
-	}
-	setOverride(ov, field, raw, now, by)
-	return ov, nil
-}
-
-// rawFields returns the object's fields as a map that marshals as the
-// object.
-func (o object) rawFields() map[string]json.RawMessage { return o.fields }
-
-// merge writes the object's fields over m: null removes a field.
-func (o object) merge(m map[string]any) map[string]any {
-	for _, k := range o.keys {
-		if isNull(o.fields[k]) {
-			delete(m, k)
-		} else {
-			m[k] = o.fields[k]
+// eventsList is a room's events, named by their names
+// (/api/v1/rooms/{id}/events/{name}), in order of start.
+var eventsList = &listKind[usher.Event]{
+	field: "events", noun: "event", param: "name",
+	items:  func(rm *usher.Room) []usher.Event { return rm.Events },
+	encode: config.EncodeEvent,
+	tag:    func(_ int, enc map[string]any) string { return etagOf(enc) },
+	find:   findEvent,
+	label:  func(name string) string { return fmt.Sprintf("event %q", name) },
+	unique: func(rm *usher.Room, ref, room string, j int, key, name string) *apiError {
+		if (j < 0 && name == "") || !eventNamed(rm, name, j) {
+			return nil
 		}
-	}
-	return m
+		msg := fmt.Sprintf("%s: events: an event named %q exists already (PATCH /api/v1/rooms/%s/events/%s changes it)", ref, name, room, url.PathEscape(name))
+		if j >= 0 {
+			msg = fmt.Sprintf("%s: events[%d] (%s): name: another event is named %q", ref, j, key, name)
+		}
+		return &apiError{status: http.StatusUnprocessableEntity, code: usher.EInvalid, field: "name", message: msg}
+	},
+	view: func(etag string, items []map[string]any) any { return EventsView{ETag: etag, Events: items} },
 }
 
-// stringField returns the object's field key when it is a JSON string;
-// a field that is there but not a string is a 400, since the API names
-// events by it.
-func (o object) stringField(key string) (string, bool, *apiError) {
-	var s string
-	raw, ok := o.fields[key]
-	if !ok {
-		return "", false, nil
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false, invalid(key, "body: %s: must be a string, got %s", key, compactRaw(raw))
-	}
-	return s, true, nil
+// eventsView returns a room's events with their tags.
+func eventsView(rm *usher.Room) EventsView {
+	etag, items := eventsList.views(rm)
+	return EventsView{ETag: etag, Events: items}
 }
 
 // eventNamed reports whether rm has an event named name other than the
@@ -68,146 +48,23 @@ func eventNamed(rm *usher.Room, name string, skip int) bool {
 	return false
 }
 
-// eventAnswer writes the event named name from the room in force.
-func eventAnswer(id, name string, status int) func(w http.ResponseWriter, snap *Snapshot) {
-	return func(w http.ResponseWriter, snap *Snapshot) {
-		i := roomIndex(snap.Effective, id)
-		if i < 0 {
-			noRoom(id).write(w)
-			return
+// findEvent returns the index of the room's event named name: 404 when
+// there is none, 409 when several have the name.
+func findEvent(rm *usher.Room, name string) (int, *apiError) {
+	found := -1
+	for j := range rm.Events {
+		if rm.Events[j].Name != name {
+			continue
 		}
-		rm := &snap.Effective.Rooms[i]
-		j, aerr := findEvent(rm, name)
-		if aerr != nil {
-			aerr.write(w)
-			return
+		if found >= 0 {
+			return -1, &apiError{status: http.StatusConflict, code: usher.EConflict, field: "name",
+				message: fmt.Sprintf("room %q has several events named %q: rename them in the config file", rm.ID, name)}
 		}
-		v := eventsView(rm).Events[j]
-		w.Header().Set("ETag", v["etag"].(string))
-		if status == http.StatusCreated {
-			w.Header().Set("Location", "/api/v1/rooms/"+url.PathEscape(id)+"/events/"+url.PathEscape(name))
-		}
-		writeJSON(w, status, v)
+		found = j
 	}
-}
-
-// eventAfter returns the event named name in rm, as the file writes it;
-// nil when there is none.
-func eventAfter(name string) func(rm *usher.Room) any {
-	return func(rm *usher.Room) any {
-		for j := range rm.Events {
-			if rm.Events[j].Name == name {
-				return config.EncodeEvent(&rm.Events[j])
-			}
-		}
-		return nil
+	if found < 0 {
+		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
+			message: fmt.Sprintf("room %q has no event named %q", rm.ID, name)}
 	}
-}
-
-// eventsTag is the tag of a room's list of events.
-func eventsTag(rm *usher.Room) (string, *apiError) {
-	return etagOf(config.EncodeEvents(rm.Events)), nil
-}
-
-// eventTag returns the tag of the room's event named name.
-func eventTag(name string) func(rm *usher.Room) (string, *apiError) {
-	return func(rm *usher.Room) (string, *apiError) {
-		j, aerr := findEvent(rm, name)
-		if aerr != nil {
-			return "", aerr
-		}
-		return etagOf(config.EncodeEvent(&rm.Events[j])), nil
-	}
-}
-
-// serveCreateEvent adds an event to a room: a JSON object of its fields
-// as the config file writes them.
-func (h *Handler) serveCreateEvent(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	body, aerr := readObject(w, r)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	name, _, aerr := body.stringField("name")
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("the events of room %q", id), action: "event.create", target: "rooms/" + id + "/events/" + name,
-		tag: eventsTag,
-		edit: func(rm *usher.Room, ref string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			if name != "" && eventNamed(rm, name, -1) {
-				return nil, nil, &apiError{status: http.StatusUnprocessableEntity, code: usher.EInvalid, field: "name",
-					message: fmt.Sprintf("%s: events: an event named %q exists already (PATCH /api/v1/rooms/%s/events/%s changes it)", ref, name, id, url.PathEscape(name))}
-			}
-			ov, aerr := setList(ov, "events", append(config.EncodeEvents(rm.Events), body.rawFields()), now, by)
-			return ov, nil, aerr
-		},
-		after:  eventAfter(name),
-		answer: eventAnswer(id, name, http.StatusCreated),
-	})
-}
-
-// servePatchEvent changes fields of an event: null removes an optional
-// field (an override, the pre-queue).
-func (h *Handler) servePatchEvent(w http.ResponseWriter, r *http.Request) {
-	id, name := r.PathValue("id"), r.PathValue("name")
-	body, aerr := readObject(w, r)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	newName := name
-	s, ok, aerr := body.stringField("name")
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	if ok {
-		newName = s
-	}
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("event %q of room %q", name, id), action: "event.update", target: "rooms/" + id + "/events/" + name,
-		tag: eventTag(name),
-		edit: func(rm *usher.Room, ref string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			j, aerr := findEvent(rm, name)
-			if aerr != nil {
-				return nil, nil, aerr
-			}
-			if newName != name && eventNamed(rm, newName, j) {
-				return nil, nil, &apiError{status: http.StatusUnprocessableEntity, code: usher.EInvalid, field: "name",
-					message: fmt.Sprintf("%s: events[%d] (%s): name: another event is named %q", ref, j, name, newName)}
-			}
-			list := config.EncodeEvents(rm.Events)
-			before := list[j]
-			list[j] = body.merge(config.EncodeEvent(&rm.Events[j]))
-			ov, aerr = setList(ov, "events", list, now, by)
-			return ov, before, aerr
-		},
-		after:  eventAfter(newName),
-		answer: eventAnswer(id, newName, http.StatusOK),
-	})
-}
-
-// serveDeleteEvent removes an event from a room.
-func (h *Handler) serveDeleteEvent(w http.ResponseWriter, r *http.Request) {
-	id, name := r.PathValue("id"), r.PathValue("name")
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("event %q of room %q", name, id), action: "event.delete", target: "rooms/" + id + "/events/" + name,
-		tag: eventTag(name),
-		edit: func(rm *usher.Room, _ string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			j, aerr := findEvent(rm, name)
-			if aerr != nil {
-				return nil, nil, aerr
-			}
-			list := config.EncodeEvents(rm.Events)
-			before := list[j]
-			ov, aerr = setList(ov, "events", append(list[:j:j], list[j+1:]...), now, by)
-			return ov, before, aerr
-		},
-		after:  func(*usher.Room) any { return nil },
-		answer: func(w http.ResponseWriter, _ *Snapshot) { w.WriteHeader(http.StatusNoContent) },
-	})
+	return found, nil
 }

@@ -120,10 +120,18 @@ func patchable(ref, id, key string) *apiError {
 	return nil
 }
 
-// keepSecrets returns a PATCH's webhooks list with, for each webhook that
-// does not send its secret (or sends null or "(set)", as GET shows it)
-// but has the name and URL of one in force, that one's secret; such a
-// webhook is written again with its fields sorted. secret_file is
+// keepSecrets returns a PATCH's webhooks list with what GET does not show
+// filled in from the webhooks in force, so that a list read, edited and
+// sent back keeps them:
+//
+//   - a webhook whose url is as GET shows it (scheme and host, "/…" for a
+//     path: config.WebhookTarget) and whose name is that of a webhook in
+//     force gets that one's full URL;
+//   - a webhook that does not send its secret (or sends null or "(set)",
+//     as GET shows it) but has the name and URL of one in force gets that
+//     one's secret.
+//
+// Such a webhook is written again with its fields sorted. secret_file is
 // refused: a path on each node means nothing here. Values of the wrong
 // form are left for the config's checks to name.
 func keepSecrets(ref string, raw json.RawMessage, prev []config.Webhook) (json.RawMessage, *apiError) {
@@ -141,17 +149,27 @@ func keepSecrets(ref string, raw json.RawMessage, prev []config.Webhook) (json.R
 			return nil, invalid(at+".secret_file", "%s: %s.secret_file: cannot be set through the API (a path on each node): send the secret itself in secret, or set secret_file in the config file", ref, at)
 		}
 		var secret, name, url string
-		if s, ok := o.fields["secret"]; ok && !isNull(s) && (json.Unmarshal(s, &secret) != nil || secret != config.SecretShown) {
-			continue
-		}
-		delete(o.fields, "secret")
 		_ = json.Unmarshal(o.fields["name"], &name)
 		_ = json.Unmarshal(o.fields["url"], &url)
-		for _, w := range prev {
-			if w.Name == name && w.URL == url && w.SecretValue() != "" {
-				o.fields["secret"], _ = json.Marshal(w.SecretValue())
-				break
+		changed := false
+		if k := slices.IndexFunc(prev, func(w config.Webhook) bool { return w.Name == name }); k >= 0 &&
+			url != prev[k].URL && url == config.WebhookTarget(prev[k].URL) {
+			url = prev[k].URL
+			o.fields["url"], _ = json.Marshal(url)
+			changed = true
+		}
+		if s, ok := o.fields["secret"]; !ok || isNull(s) || (json.Unmarshal(s, &secret) == nil && secret == config.SecretShown) {
+			delete(o.fields, "secret")
+			for _, w := range prev {
+				if w.Name == name && w.URL == url && w.SecretValue() != "" {
+					o.fields["secret"], _ = json.Marshal(w.SecretValue())
+					break
+				}
 			}
+			changed = true
+		}
+		if !changed {
+			continue
 		}
 		b, err := json.Marshal(o.fields)
 		if err != nil {

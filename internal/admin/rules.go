@@ -3,129 +3,39 @@ package admin
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
 )
 
-// rulesTag is the tag of a room's list of rules.
-func rulesTag(rm *usher.Room) (string, *apiError) { return etagOf(config.EncodeRules(rm.Rules)), nil }
-
-// ruleTagAt returns the tag of the room's rule at index.
-func ruleTagAt(index string) func(rm *usher.Room) (string, *apiError) {
-	return func(rm *usher.Room) (string, *apiError) {
-		j, aerr := findRule(rm, index)
-		if aerr != nil {
-			return "", aerr
-		}
-		return ruleTag(j, config.EncodeRule(&rm.Rules[j])), nil
-	}
+// rulesList is a room's rules, named by their place
+// (/api/v1/rooms/{id}/rules/{index}, from 0), in order.
+var rulesList = &listKind[usher.Rule]{
+	field: "rules", noun: "rule", param: "index", byIndex: true,
+	items:  func(rm *usher.Room) []usher.Rule { return rm.Rules },
+	encode: config.EncodeRule,
+	tag:    func(j int, enc map[string]any) string { return ruleTag(j, enc) },
+	find:   findRule,
+	label:  func(index string) string { return "rule " + index },
+	view:   func(etag string, items []map[string]any) any { return RulesView{ETag: etag, Rules: items} },
 }
 
-// ruleAnswer writes the rule at *j from the room in force.
-func ruleAnswer(id string, j *int, status int) func(w http.ResponseWriter, snap *Snapshot) {
-	return func(w http.ResponseWriter, snap *Snapshot) {
-		i := roomIndex(snap.Effective, id)
-		if i < 0 {
-			noRoom(id).write(w)
-			return
-		}
-		rm := &snap.Effective.Rooms[i]
-		k, aerr := findRule(rm, strconv.Itoa(*j))
-		if aerr != nil {
-			aerr.write(w)
-			return
-		}
-		v := rulesView(rm).Rules[k]
-		w.Header().Set("ETag", v["etag"].(string))
-		if status == http.StatusCreated {
-			w.Header().Set("Location", fmt.Sprintf("/api/v1/rooms/%s/rules/%d", id, k))
-		}
-		writeJSON(w, status, v)
-	}
+// ruleTag is the tag of a room's i-th rule: its place and its fields.
+func ruleTag(i int, rule any) string { return etagOf([]any{i, rule}) }
+
+// rulesView returns a room's rules with their index and tags.
+func rulesView(rm *usher.Room) RulesView {
+	etag, items := rulesList.views(rm)
+	return RulesView{ETag: etag, Rules: items}
 }
 
-// ruleAfter returns the rule at *j in rm, as the file writes it.
-func ruleAfter(j *int) func(rm *usher.Room) any {
-	return func(rm *usher.Room) any {
-		if *j < 0 || *j >= len(rm.Rules) {
-			return nil
-		}
-		return config.EncodeRule(&rm.Rules[*j])
+// findRule returns the index of the room's rule at index (as written in
+// the path): 404 when there is none.
+func findRule(rm *usher.Room, index string) (int, *apiError) {
+	var j int
+	if _, err := fmt.Sscanf(index, "%d", &j); err != nil || fmt.Sprint(j) != index || j < 0 || j >= len(rm.Rules) {
+		return -1, &apiError{status: http.StatusNotFound, code: usher.ENotFound,
+			message: fmt.Sprintf("room %q has no rule %q (rules are numbered from 0; it has %d)", rm.ID, index, len(rm.Rules))}
 	}
-}
-
-// serveCreateRule adds a rule at the end of a room's rules: a JSON object
-// of its fields as the config file writes them.
-func (h *Handler) serveCreateRule(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	body, aerr := readObject(w, r)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	j := -1
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("the rules of room %q", id), action: "rule.create", target: "rooms/" + id + "/rules",
-		tag: rulesTag,
-		edit: func(rm *usher.Room, _ string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			j = len(rm.Rules)
-			ov, aerr := setList(ov, "rules", append(config.EncodeRules(rm.Rules), body.rawFields()), now, by)
-			return ov, nil, aerr
-		},
-		after:  ruleAfter(&j),
-		answer: ruleAnswer(id, &j, http.StatusCreated),
-	})
-}
-
-// servePatchRule changes fields of a rule ({"enabled": false} turns it
-// off); null removes its description.
-func (h *Handler) servePatchRule(w http.ResponseWriter, r *http.Request) {
-	id, index := r.PathValue("id"), r.PathValue("index")
-	body, aerr := readObject(w, r)
-	if aerr != nil {
-		aerr.write(w)
-		return
-	}
-	j := -1
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("rule %s of room %q", index, id), action: "rule.update", target: "rooms/" + id + "/rules/" + index,
-		tag: ruleTagAt(index),
-		edit: func(rm *usher.Room, _ string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			var aerr *apiError
-			if j, aerr = findRule(rm, index); aerr != nil {
-				return nil, nil, aerr
-			}
-			list := config.EncodeRules(rm.Rules)
-			before := list[j]
-			list[j] = body.merge(config.EncodeRule(&rm.Rules[j]))
-			ov, aerr = setList(ov, "rules", list, now, by)
-			return ov, before, aerr
-		},
-		after:  ruleAfter(&j),
-		answer: ruleAnswer(id, &j, http.StatusOK),
-	})
-}
-
-// serveDeleteRule removes a rule; the rules after it move up one place.
-func (h *Handler) serveDeleteRule(w http.ResponseWriter, r *http.Request) {
-	id, index := r.PathValue("id"), r.PathValue("index")
-	h.run(w, r, change{
-		room: id, what: fmt.Sprintf("rule %s of room %q", index, id), action: "rule.delete", target: "rooms/" + id + "/rules/" + index,
-		tag: ruleTagAt(index),
-		edit: func(rm *usher.Room, _ string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
-			j, aerr := findRule(rm, index)
-			if aerr != nil {
-				return nil, nil, aerr
-			}
-			list := config.EncodeRules(rm.Rules)
-			before := list[j]
-			ov, aerr = setList(ov, "rules", append(list[:j:j], list[j+1:]...), now, by)
-			return ov, before, aerr
-		},
-		after:  func(*usher.Room) any { return nil },
-		answer: func(w http.ResponseWriter, _ *Snapshot) { w.WriteHeader(http.StatusNoContent) },
-	})
+	return j, nil
 }

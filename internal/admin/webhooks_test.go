@@ -169,6 +169,58 @@ func TestWebhooksNeverShown(t *testing.T) {
 	noSecrets(t, "GET /api/v1/audit", a.do(t, "GET", "/api/v1/audit", readToken, "", "").Body.String())
 }
 
+// TestWebhooksSentBackAsShown: a room's webhooks as GET shows them (URL
+// as scheme and host, secret as "(set)"), edited and sent back, keep the
+// URL and secret of the webhook in force of the same name; a webhook of
+// another name gets neither, and nothing changes.
+func TestWebhooksSentBackAsShown(t *testing.T) {
+	a := newAPITest(t, nil, hookConfig)
+	const fileURL, fileSecret = "https://hooks.example/usher/PATH-TOKEN", "webhook-secret-0123456789"
+	v := a.room(t, "sale")
+	shown := v.Settings["webhooks"].([]any)[0].(map[string]any)
+	if shown["url"] != "https://hooks.example/…" || shown["secret"] != config.SecretShown {
+		t.Fatalf("the file's webhook shown as %v", shown)
+	}
+	shown["events"] = []string{"queueing.*"}
+	rec := a.do(t, "PATCH", "/api/v1/rooms/sale", writeToken, v.ETag, `{"webhooks":[`+compactJSON(shown)+`]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PATCH the webhook as shown, with events: %d %s", rec.Code, rec.Body)
+	}
+	noSecrets(t, "PATCH", rec.Body.String())
+	if h := a.appliedHooks(t); len(h) != 1 || h[0].Name != "ops" || h[0].URL != fileURL || h[0].SecretValue() != fileSecret ||
+		len(h[0].Events) != 1 || h[0].Events[0] != "queueing.*" {
+		t.Fatalf("applied webhooks %+v, want the file's URL and secret with the new events", h)
+	}
+	etag := rec.Header().Get("ETag")
+
+	// Without a secret field at all, as shown: kept too.
+	rec = a.do(t, "PATCH", "/api/v1/rooms/sale", writeToken, etag, `{"webhooks":[{"name":"ops","url":"https://hooks.example/…","timeout":"3s"}]}`)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PATCH the webhook as shown, no secret: %d %s", rec.Code, rec.Body)
+	}
+	if h := a.appliedHooks(t); len(h) != 1 || h[0].URL != fileURL || h[0].SecretValue() != fileSecret || h[0].Timeout != 3*time.Second {
+		t.Fatalf("applied webhooks %+v", h)
+	}
+	etag = rec.Header().Get("ETag")
+
+	// Another name: neither the URL nor the secret is kept; refused.
+	applied, version := a.appliedCount(), a.version(t)
+	rec = a.do(t, "PATCH", "/api/v1/rooms/sale", writeToken, etag, `{"webhooks":[{"name":"other","url":"https://hooks.example/…","secret":"(set)"}]}`)
+	if rec.Code != http.StatusUnprocessableEntity || !strings.HasPrefix(apiErr(t, rec).Field, "webhooks[0].") {
+		t.Fatalf("PATCH another name with the shown URL: %d %s, want 422 naming the webhook", rec.Code, rec.Body)
+	}
+	noSecrets(t, "the refusal", rec.Body.String())
+	if a.appliedCount() != applied || a.version(t) != version {
+		t.Fatal("a refused change was stored or applied")
+	}
+	// A new full URL with the same name: the secret goes with the old URL,
+	// so one is required.
+	rec = a.do(t, "PATCH", "/api/v1/rooms/sale", writeToken, etag, `{"webhooks":[{"name":"ops","url":"https://hooks.example/RUNTIME-PATH"}]}`)
+	if rec.Code != http.StatusUnprocessableEntity || apiErr(t, rec).Field != "webhooks[0].secret" {
+		t.Fatalf("PATCH a new URL without a secret: %d %s, want 422 naming webhooks[0].secret", rec.Code, rec.Body)
+	}
+}
+
 // TestRoomDiffs: a reload's changes, room by room, with the values before
 // and after.
 func TestRoomDiffs(t *testing.T) {

@@ -1,6 +1,7 @@
-// usher dashboard: live charts of every room over GET /api/v1/live, and
-// the controls of queue_all, suspended and the two limits over PATCH
-// /api/v1/rooms/{id}. The admin token is kept in this tab (sessionStorage)
+// usher dashboard: live charts of every room over GET /api/v1/live; the
+// quick controls (queue_all, suspended, the two limits) and an editor of
+// every room setting, event and rule over the admin API (each write
+// confirmed, sent with If-Match); the audit log. The admin token is kept in this tab (sessionStorage)
 // and sent only in the Authorization header of calls to this listener.
 (function () {
   "use strict";
@@ -110,6 +111,9 @@
     clearInterval(waitTimer);
     Object.keys(rooms).forEach(function (id) { rooms[id].node.remove(); });
     rooms = {};
+    $("audit-rows").textContent = "";
+    $("audit-more").hidden = true;
+    auditNext = 0;
     if ($("confirm").open) { $("confirm").close(); }
     $("dash").hidden = true;
     $("who").hidden = true;
@@ -127,6 +131,13 @@
     $("logout").hidden = false;
     $("readonly").hidden = role === "write";
     connect();
+    loadAudit(false);
+    api("GET", "/api/v1/overrides").then(function (r) {
+      var o = r.ok && r.data && r.data.orphans;
+      $("orphans").hidden = !(o && o.length);
+      $("orphans").textContent = o && o.length ? "Runtime overrides are kept for rooms the config file does not have (applied to nothing): " +
+        o.join(", ") + ". A room of that id added to the file gets them." : "";
+    }, function () { /* the rooms' own views say the rest */ });
     clearInterval(waitTimer);
     waitTimer = setInterval(function () {
       Object.keys(rooms).forEach(function (id) { readWaits(rooms[id]); });
@@ -321,6 +332,7 @@
       id: id, node: node, badges: badges, ev: ev, fig: fig, charts: ch, qa: qa, su: su,
       inputs: inputs, msg: msg, samples: [], waits: null, last: r, filled: false
     };
+    node.appendChild(makeManage(st));
     return st;
   }
 
@@ -491,20 +503,23 @@
   // confirmation.
   function ask(st, field, after, control) {
     st.msg.textContent = "";
-    api("GET", "/api/v1/rooms/" + encodeURIComponent(st.id)).then(function (r) {
+    api("GET", roomPath(st)).then(function (r) {
       if (!r.ok || !r.data) { st.msg.textContent = "Cannot read the room: " + errorText(r); return; }
       var room = r.data;
       var before = room.settings ? room.settings[field] : undefined;
-      pending = { st: st, field: field, before: before, after: after, etag: r.etag || room.etag, control: control };
-      $("confirm-what").textContent = "Room " + (st.last.name || st.id) + " (" + st.id + "): set " + field + ".";
-      $("confirm-field").textContent = field;
-      $("confirm-before").textContent = JSON.stringify(before);
-      $("confirm-after").textContent = JSON.stringify(after);
-      $("confirm-note").textContent = eventNote(room, st.last, field);
-      $("confirm-error").textContent = "";
-      $("confirm-apply").disabled = false;
-      $("confirm").showModal();
-      $("confirm-cancel").focus();
+      var body = {};
+      body[field] = after;
+      confirmChange({
+        what: "Room " + (st.last.name || st.id) + " (" + st.id + "): set " + field + ".",
+        rows: [[field, before, after]],
+        note: eventNote(room, st.last, field),
+        control: control,
+        send: function () { return api("PATCH", roomPath(st), body, r.etag || room.etag); },
+        done: function () {
+          st.msg.textContent = field + ": " + JSON.stringify(before) + " → " + JSON.stringify(after) + " applied.";
+          changed(st);
+        }
+      });
     }, function () {
       st.msg.textContent = "The admin listener cannot be reached.";
     });
@@ -524,31 +539,890 @@
     return "";
   }
 
+  // show writes a value for the dialog and the tables: JSON, or "(not
+  // set)".
+  function show(v) { return v === undefined || v === null ? "(not set)" : JSON.stringify(v); }
+
+  // confirmChange asks before a write: c.what says what changes, c.rows
+  // are [field, before, after], c.note an optional remark; Apply calls
+  // c.send() (a promise of an API answer) and, on success, c.done(answer).
+  // A refusal stays in the dialog with the API's error; nothing else on
+  // the page changes.
+  function confirmChange(c) {
+    pending = c;
+    $("confirm-what").textContent = c.what;
+    var tb = $("confirm-rows");
+    tb.textContent = "";
+    c.rows.forEach(function (row) {
+      var tr = el("tr");
+      tr.appendChild(el("th", { scope: "row" }, row[0]));
+      tr.appendChild(el("td", null, show(row[1])));
+      tr.appendChild(el("td", null, show(row[2])));
+      tb.appendChild(tr);
+    });
+    $("confirm-note").textContent = c.note || "";
+    $("confirm-error").textContent = "";
+    $("confirm-apply").disabled = false;
+    $("confirm").showModal();
+    $("confirm-cancel").focus();
+  }
+
   function closeDialog() {
     var p = pending;
     pending = null;
     if ($("confirm").open) { $("confirm").close(); }
-    if (p && p.control && !p.control.disabled) { p.control.focus(); }
+    if (p && p.control && p.control.isConnected && !p.control.disabled) { p.control.focus(); }
   }
 
   function apply() {
     var p = pending;
     if (!p) { return; }
     $("confirm-apply").disabled = true;
-    var body = {};
-    body[p.field] = p.after;
-    api("PATCH", "/api/v1/rooms/" + encodeURIComponent(p.st.id), body, p.etag).then(function (r) {
+    p.send().then(function (r) {
+      if (pending !== p) { return; }
       if (!r.ok) {
-        var s = errorText(r);
-        if (r.status === 412) { s += " Cancel and try again to see the room as it is now."; }
+        var s = errorText(r).replace(/\.?$/, ".");
+        if (r.status === 403) { s += " This token may only read."; }
+        if (r.status === 412) { s += " Cancel, Reload, and try again to see the room as it is now."; }
         $("confirm-error").textContent = "Refused, nothing changed. " + s;
         return;
       }
-      p.st.msg.textContent = p.field + ": " + JSON.stringify(p.before) + " → " + JSON.stringify(p.after) + " applied.";
       closeDialog();
+      if (p.done) { p.done(r); }
     }, function () {
-      $("confirm-error").textContent = "The admin listener cannot be reached; nothing was sent.";
+      if (pending !== p) { return; }
+      $("confirm-error").textContent = "The admin listener cannot be reached; the change may not have been made.";
       $("confirm-apply").disabled = false;
+    });
+  }
+
+  function roomPath(st) { return "/api/v1/rooms/" + encodeURIComponent(st.id); }
+
+  // changed reads a room again after a change, and the audit log.
+  function changed(st) {
+    if (st.manageOpen()) { loadRoom(st); }
+    loadAudit(false);
+  }
+
+  // canon is a value's JSON with its objects' keys sorted, to compare.
+  function canon(v) {
+    if (v === undefined) { return "undefined"; }
+    if (v === null || typeof v !== "object") { return JSON.stringify(v); }
+    if (Array.isArray(v)) { return "[" + v.map(canon).join(",") + "]"; }
+    return "{" + Object.keys(v).sort().map(function (k) { return JSON.stringify(k) + ":" + canon(v[k]); }).join(",") + "}";
+  }
+
+  // ---- a room's settings, events and rules ----
+
+  // The room settings the editor has fields for, by group, as PATCH
+  // /api/v1/rooms/{id} names them. t: int, num, bool, dur, text, select
+  // (o: the choices, num: sent as a number), json. opt: may be left unset
+  // (empty leaves it as it is). A group with obj edits that block of the
+  // room as a whole (its fields are the block's keys).
+  var GROUPS = [
+    { id: "limits", title: "Limits and switches", fields: [
+      { k: "total_active_users", t: "int", help: "the most admitted visitors active at once" },
+      { k: "new_users_per_minute", t: "int", help: "the most admissions in any 60 s" },
+      { k: "queue_all", t: "bool", help: "nobody new is admitted" },
+      { k: "suspended", t: "bool", help: "the room is off: requests pass untouched" }] },
+    { id: "queueing", title: "Queueing", fields: [
+      { k: "queueing_method", t: "select", o: ["fifo", "random", "passthrough", "reject"] },
+      { k: "queueing_status_code", t: "select", o: ["200", "202", "429", "503"], num: true, opt: true },
+      { k: "json_response_enabled", t: "bool" }] },
+    { id: "session", title: "Session", fields: [
+      { k: "session_duration", t: "dur", help: "like 5m; at least 10s" },
+      { k: "disable_session_renewal", t: "bool" }] },
+    { id: "refresh", title: "Check-ins", fields: [
+      { k: "refresh_interval", t: "dur", help: "1s to 5m" },
+      { k: "max_refresh_interval", t: "dur", opt: true, help: "1s to 5m, at least refresh_interval" }] },
+    { id: "cookie", title: "Cookie", fields: [
+      { k: "cookie_suffix", t: "text" },
+      { k: "cookie_attributes.samesite", t: "select", o: ["", "auto", "lax", "strict", "none"] },
+      { k: "cookie_attributes.secure", t: "select", o: ["", "auto", "always", "never"] }] },
+    { id: "pages", title: "Pages", fields: [
+      { k: "name", t: "text", help: "shown to visitors" },
+      { k: "custom_page_html", t: "text", opt: true, help: "a template's path, relative to the config file" },
+      { k: "default_template_language", t: "text", opt: true, help: "like en-US" }] },
+    { id: "routing", title: "Routing", fields: [
+      { k: "origin", t: "text", opt: true },
+      { k: "routes", t: "json", help: "a JSON list like [{\"path\": \"/\"}]" },
+      { k: "path_case_sensitive", t: "bool" }] },
+    { id: "client_limit", title: "Client limit", obj: "client_limit", fields: [
+      { k: "new_visitors_per_minute", t: "int", opt: true, help: "1 to 60000; turns the limit on" },
+      { k: "ipv4_prefix", t: "int", opt: true },
+      { k: "ipv6_prefix", t: "int", opt: true },
+      { k: "over_limit", t: "select", o: ["", "queue", "reject"], opt: true }] },
+    { id: "proof_of_work", title: "Proof of work", obj: "proof_of_work", fields: [
+      { k: "difficulty", t: "int", opt: true, help: "1 to 32; turns it on" },
+      { k: "always", t: "bool" }] },
+    { id: "ticket_binding", title: "Ticket binding", obj: "ticket_binding", fields: [
+      { k: "client_prefix", t: "bool" },
+      { k: "user_agent", t: "bool" },
+      { k: "ipv4_prefix", t: "int", opt: true },
+      { k: "ipv6_prefix", t: "int", opt: true }] },
+    { id: "autopilot", title: "Autopilot", obj: "autopilot", fields: [
+      { k: "enabled", t: "bool" },
+      { k: "min_new_users_per_minute", t: "int", opt: true },
+      { k: "max_new_users_per_minute", t: "int", opt: true },
+      { k: "concurrency", t: "bool" },
+      { k: "min_total_active_users", t: "int", opt: true },
+      { k: "max_total_active_users", t: "int", opt: true },
+      { k: "latency_percentile", t: "select", o: ["", "50", "90", "95", "99"], num: true, opt: true },
+      { k: "latency_sigma", t: "num", opt: true },
+      { k: "latency_factor", t: "num", opt: true },
+      { k: "latency_target", t: "dur", opt: true },
+      { k: "error_target", t: "num", opt: true },
+      { k: "baseline_samples", t: "int", opt: true },
+      { k: "decrease", t: "num", opt: true },
+      { k: "recover", t: "num", opt: true },
+      { k: "max_changes_per_minute", t: "int", opt: true },
+      { k: "health_url", t: "text", opt: true },
+      { k: "probe_interval", t: "dur", opt: true },
+      { k: "probe_timeout", t: "dur", opt: true }] }
+  ];
+
+  // The event fields the event form has fields for; any other override
+  // goes in its JSON field.
+  var EVENT_FIELDS = [
+    { k: "name", t: "text" },
+    { k: "prequeue_start_time", t: "text", opt: true, help: "UTC, like 2026-12-01T17:45:00Z" },
+    { k: "event_start_time", t: "text", help: "UTC, like 2026-12-01T18:00:00Z" },
+    { k: "event_end_time", t: "text", help: "UTC" },
+    { k: "shuffle_at_event_start", t: "bool" },
+    { k: "total_active_users", t: "int", opt: true, help: "empty: the room's" },
+    { k: "new_users_per_minute", t: "int", opt: true, help: "empty: the room's" },
+    { k: "queueing_method", t: "select", o: ["", "fifo", "random", "passthrough", "reject"], opt: true },
+    { k: "session_duration", t: "dur", opt: true, help: "empty: the room's" },
+    { k: "queue_all", t: "select", o: ["", "true", "false"], bool: true, opt: true }
+  ];
+
+  var RULE_FIELDS = [
+    { k: "description", t: "text", opt: true },
+    { k: "expression", t: "text", help: "CEL, like path.startsWith(\"/health\")" },
+    { k: "action", t: "select", o: ["bypass_waiting_room"] },
+    { k: "enabled", t: "bool" }
+  ];
+
+  var WEBHOOK_EVENTS = "queueing.*, room.*, event.*, breaker.*, summary.minute, autopilot.changed, visitor.*";
+
+  // makeManage adds the room's settings, events and rules panels, read
+  // from the API when one is opened.
+  function makeManage(st) {
+    var box = el("div", { "class": "manage" });
+    st.manage = box;
+    st.panels = {};
+    [["settings", "Settings"], ["events", "Events"], ["rules", "Rules"]].forEach(function (p) {
+      var d = el("details", { "class": "panel", "data-panel": p[0] });
+      d.appendChild(el("summary", null, p[1] + " of " + (st.last.name || st.id)));
+      var body = el("div", { "class": "panel-body" });
+      d.appendChild(body);
+      // A panel opened while the others are closed reads the room; one
+      // opened beside an open one shows what was read (Reload, or any
+      // change made here, reads it again).
+      d.addEventListener("toggle", function () {
+        if (!d.open) { return; }
+        var others = Object.keys(st.panels).filter(function (k) { return st.panels[k].details !== d && st.panels[k].details.open; });
+        if (!st.view || others.length === 0) { loadRoom(st); }
+      });
+      box.appendChild(d);
+      st.panels[p[0]] = { details: d, body: body };
+    });
+    var bar = el("div", { "class": "manage-bar" });
+    var reload = el("button", { type: "button", "class": "secondary ro-ok", "data-reload": "", hidden: "",
+      "aria-label": "Reload the settings, events and rules of " + st.id }, "Reload");
+    st.reload = reload;
+    reload.addEventListener("click", function () { loadRoom(st); });
+    bar.appendChild(reload);
+    st.mmsg = el("p", { "class": "note", role: "status", "data-manage-msg": "" });
+    bar.appendChild(st.mmsg);
+    box.insertBefore(bar, box.firstChild);
+    st.manageOpen = function () {
+      return Object.keys(st.panels).some(function (k) { return st.panels[k].details.open; });
+    };
+    return box;
+  }
+
+  // loadRoom reads the room (settings, overrides, events, rules and their
+  // ETags) and draws its open panels again.
+  function loadRoom(st) {
+    st.manage.setAttribute("aria-busy", "true");
+    return api("GET", roomPath(st)).then(function (r) {
+      st.manage.removeAttribute("aria-busy");
+      if (!r.ok || !r.data) { st.mmsg.textContent = "Cannot read the room: " + errorText(r); return; }
+      st.view = r.data;
+      st.etag = r.etag || r.data.etag;
+      st.reload.hidden = false;
+      var key = focusKey(st, document.activeElement);
+      renderSettings(st);
+      renderEvents(st);
+      renderRules(st);
+      if (key && !st.node.contains(document.activeElement)) {
+        var n = st.node.querySelector(key);
+        if (n) { n.focus(); }
+      }
+      if (role !== "write") {
+        st.node.querySelectorAll(".manage .panel button, .manage input, .manage select, .manage textarea").forEach(function (c) {
+          c.disabled = true;
+          c.setAttribute("aria-describedby", "readonly");
+        });
+      }
+    }, function () {
+      st.manage.removeAttribute("aria-busy");
+      st.mmsg.textContent = "The admin listener cannot be reached.";
+    });
+  }
+
+  // focusKey names the control e of a room's panels so that it can be
+  // found again after they are drawn anew: "" when there is none.
+  function focusKey(st, e) {
+    if (!e || !st.node.contains(e) || !e.closest(".panel-body")) { return ""; }
+    if (e.id) { return "#" + CSS.escape(e.id); }
+    var names = ["data-apply-group", "data-submit", "data-reset-all", "aria-label"];
+    for (var i = 0; i < names.length; i++) {
+      var v = e.getAttribute(names[i]);
+      if (v !== null) { return "[" + names[i] + "=\"" + CSS.escape(v) + "\"]"; }
+    }
+    return "";
+  }
+
+  function fid(st, scope, k) { return "s-" + st.id + "-" + scope + "-" + k.replace(/\./g, "-"); }
+
+  // getPath reads "a.b" from an object.
+  function getPath(o, k) {
+    var parts = k.split(".");
+    for (var i = 0; i < parts.length && o !== undefined && o !== null; i++) { o = o[parts[i]]; }
+    return o === null ? undefined : o;
+  }
+
+  // input makes the control of a field with its label, value v.
+  function input(f, id, v) {
+    var wrap = el("div", { "class": "field" + (f.t === "bool" ? " check" : "") });
+    var c;
+    if (f.t === "bool") {
+      c = el("input", { id: id, type: "checkbox", "data-field": f.k });
+      c.checked = v === true;
+    } else if (f.t === "select") {
+      c = el("select", { id: id, "data-field": f.k });
+      var opts = f.o.slice();
+      var cur = v === undefined ? "" : String(v);
+      if (opts.indexOf(cur) < 0) { opts.push(cur); }
+      opts.forEach(function (o) { c.appendChild(el("option", { value: o }, o === "" ? "(not set)" : o)); });
+      c.value = cur;
+    } else if (f.t === "json") {
+      c = el("textarea", { id: id, rows: "3", spellcheck: "false", "data-field": f.k });
+      c.value = v === undefined ? "" : JSON.stringify(v);
+    } else {
+      c = el("input", { id: id, type: "text", spellcheck: "false", autocomplete: "off", "data-field": f.k });
+      if (f.t === "int") { c.setAttribute("inputmode", "numeric"); }
+      if (f.t === "num") { c.setAttribute("inputmode", "decimal"); }
+      c.value = v === undefined ? "" : String(v);
+    }
+    var label = el("label", { "for": id }, f.label || f.k);
+    if (f.t === "bool") {
+      wrap.appendChild(c);
+      wrap.appendChild(label);
+    } else {
+      wrap.appendChild(label);
+      wrap.appendChild(c);
+    }
+    if (f.help) {
+      var hid = id + "-help";
+      wrap.appendChild(el("span", { id: hid, "class": "help" }, f.help));
+      c.setAttribute("aria-describedby", hid);
+    }
+    return { wrap: wrap, control: c };
+  }
+
+  // valueOf reads a control: {v} the value to send, {unset: true} when an
+  // optional field is left empty, {err} when it cannot be read.
+  function valueOf(f, c) {
+    if (f.t === "bool") { return { v: c.checked }; }
+    var raw = c.value.trim();
+    if (raw === "" && (f.opt || f.t === "json")) { return { unset: true }; }
+    if (f.t === "json") {
+      try { return { v: JSON.parse(raw) }; } catch (e) { return { err: f.k + ": not valid JSON (" + e.message + ")" }; }
+    }
+    if (f.bool) { return { v: raw === "true" }; }
+    if ((f.t === "int" || f.num) && /^-?\d+$/.test(raw)) { return { v: parseInt(raw, 10) }; }
+    if (f.t === "num" && raw !== "" && isFinite(Number(raw))) { return { v: Number(raw) }; }
+    // Anything else goes as typed, and the API says what is wrong with it.
+    return { v: raw };
+  }
+
+  function section(title) {
+    var s = el("section", { "class": "sub" });
+    s.appendChild(el("h3", null, title));
+    return s;
+  }
+
+  function writeButton(text, label, handler) {
+    var b = el("button", { type: "button", "class": "secondary" }, text);
+    if (label) { b.setAttribute("aria-label", label); }
+    b.addEventListener("click", function () { handler(b); });
+    return b;
+  }
+
+  // patchRoom asks to PATCH the room with body, showing rows.
+  function patchRoom(st, what, rows, body, control) {
+    if (rows.length === 0) { st.mmsg.textContent = what + ": nothing changed."; return; }
+    st.mmsg.textContent = "";
+    confirmChange({
+      what: "Room " + st.id + ": " + what + ".",
+      rows: rows, control: control,
+      send: function () { return api("PATCH", roomPath(st), body, st.etag); },
+      done: function () { st.mmsg.textContent = what + ": applied."; changed(st); }
+    });
+  }
+
+  // overrideBody is the PATCH body that drops one override, as the
+  // overrides name it ("cookie_attributes.samesite" is a key of a block).
+  function overrideBody(name) {
+    var b = {};
+    var parts = name.split(".");
+    if (parts.length === 2) { b[parts[0]] = {}; b[parts[0]][parts[1]] = null; } else { b[name] = null; }
+    return b;
+  }
+
+  function renderSettings(st) {
+    var body = st.panels.settings.body;
+    body.textContent = "";
+    var v = st.view;
+    var s = v.settings || {};
+    var ov = v.overrides || {};
+
+    // The runtime overrides, each with the file's value and a reset.
+    var os = section("Runtime overrides");
+    os.setAttribute("data-overrides", "");
+    var names = Object.keys(ov).sort();
+    if (names.length === 0) {
+      os.appendChild(el("p", { "class": "note" }, "None: every setting is the config file's."));
+    } else {
+      os.appendChild(el("p", { "class": "note" }, "Set at runtime, over the config file (applied by every node, kept in the store):"));
+      var tbl = el("table", { "class": "list" });
+      var hr = el("tr");
+      ["Field", "Value", "File", "Since", "By", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
+      tbl.appendChild(el("thead")).appendChild(hr);
+      var tb = el("tbody");
+      names.forEach(function (n) {
+        var o = ov[n];
+        var tr = el("tr", { "data-override": n });
+        tr.appendChild(el("th", { scope: "row" }, n));
+        tr.appendChild(el("td", null, show(o.value)));
+        tr.appendChild(el("td", null, show(o.file)));
+        tr.appendChild(el("td", null, utc(o.at)));
+        tr.appendChild(el("td", null, o.by));
+        var td = el("td");
+        if (n === "events" || n === "rules") {
+          td.appendChild(el("span", { "class": "help" }, "change one by one, or reset all"));
+        } else {
+          td.appendChild(writeButton("Reset", "Reset " + n + " to the file", function (b) {
+            patchRoom(st, "reset " + n + " to the file", [[n, o.value, o.file]], overrideBody(n), b);
+          }));
+        }
+        tr.appendChild(td);
+        tb.appendChild(tr);
+      });
+      tbl.appendChild(tb);
+      var sc = el("div", { "class": "scroll" });
+      sc.appendChild(tbl);
+      os.appendChild(sc);
+      os.appendChild(writeButton("Reset all to the file…", "Reset every override of " + st.id + " to the file", function (b) {
+        confirmChange({
+          what: "Room " + st.id + ": drop every runtime override; its settings, events and rules follow the config file again.",
+          rows: names.map(function (n) { return [n, ov[n].value, ov[n].file]; }),
+          control: b,
+          send: function () { return api("DELETE", roomPath(st) + "/overrides", undefined, st.etag); },
+          done: function () { st.mmsg.textContent = "Reset to the file."; changed(st); }
+        });
+      })).setAttribute("data-reset-all", "");
+    }
+    if (v.not_in_force && v.not_in_force.length) {
+      os.appendChild(el("p", { "class": "error" }, "Not in force on this node: " + v.not_in_force.join("; ")));
+    }
+    body.appendChild(os);
+
+    GROUPS.forEach(function (g) { body.appendChild(groupForm(st, g, s, ov)); });
+    body.appendChild(webhooksForm(st, s));
+    body.appendChild(advancedForm(st, s));
+  }
+
+  // groupForm is the form of one group of settings, with the values in
+  // force beside the fields.
+  function groupForm(st, g, s, ov) {
+    var form = el("form", { "class": "group", "data-group": g.id, novalidate: "" });
+    var fs = el("fieldset");
+    fs.appendChild(el("legend", null, g.title));
+    var block = g.obj ? s[g.obj] : undefined;
+    if (g.obj) {
+      fs.appendChild(el("p", { "class": "note" }, block === undefined ?
+        "Off in force: fill the fields to turn it on (the block is set as a whole)." :
+        "In force: " + JSON.stringify(block) + (ov[g.obj] ? " (runtime override since " + utc(ov[g.obj].at) + ")" : "")));
+    }
+    var controls = [];
+    g.fields.forEach(function (f) {
+      var cur = g.obj ? (block ? block[f.k] : undefined) : getPath(s, f.k);
+      var id = fid(st, g.id, f.k);
+      var x = input(f, id, cur);
+      if (!g.obj) {
+        var now = el("span", { "class": "now", "data-now": f.k }, "in force: " + show(cur));
+        if (ov[f.k]) {
+          now.appendChild(el("span", { "class": "badge ovr" }, "override"));
+        }
+        x.wrap.appendChild(now);
+      }
+      fs.appendChild(x.wrap);
+      controls.push({ f: f, c: x.control, cur: cur });
+    });
+    var b = el("button", { type: "submit", "data-apply-group": g.id, "aria-label": "Apply… " + g.title + " of " + st.id }, "Apply…");
+    fs.appendChild(b);
+    form.appendChild(fs);
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var rows = [], body = {}, bad = "";
+      if (g.obj) {
+        var nb = {};
+        controls.forEach(function (x) {
+          var r = valueOf(x.f, x.c);
+          if (r.err) { bad = bad || r.err; return; }
+          if (!r.unset) { nb[x.f.k] = r.v; }
+          if (canon(r.unset ? undefined : r.v) !== canon(x.cur) && !(r.unset && x.cur === undefined)) {
+            rows.push([g.obj + "." + x.f.k, x.cur, r.unset ? undefined : r.v]);
+          }
+        });
+        if (!bad && rows.length) { body[g.obj] = nb; }
+      } else {
+        controls.forEach(function (x) {
+          var r = valueOf(x.f, x.c);
+          if (r.err) { bad = bad || r.err; return; }
+          if (r.unset || canon(r.v) === canon(x.cur)) { return; }
+          rows.push([x.f.k, x.cur, r.v]);
+          var parts = x.f.k.split(".");
+          if (parts.length === 2) {
+            body[parts[0]] = body[parts[0]] || {};
+            body[parts[0]][parts[1]] = r.v;
+          } else {
+            body[x.f.k] = r.v;
+          }
+        });
+      }
+      if (bad) { st.mmsg.textContent = "Field " + bad; return; }
+      patchRoom(st, g.title, rows, body, b);
+    });
+    return form;
+  }
+
+  // webhooksForm edits the room's webhooks as a list: a secret is never
+  // shown (left empty it is kept), a URL shows as scheme and host (left as
+  // shown it is kept).
+  function webhooksForm(st, s) {
+    var hooks = (s.webhooks || []).slice();
+    var form = el("form", { "class": "group", "data-group": "webhooks", novalidate: "" });
+    var fs = el("fieldset");
+    fs.appendChild(el("legend", null, "Webhooks"));
+    fs.appendChild(el("p", { "class": "note" }, "Secrets are never shown: leave a secret empty to keep it. A URL shows as scheme and host: leave it as shown to keep it. Events: comma-separated types or families (" + WEBHOOK_EVENTS + "); empty: every room event."));
+    var list = el("div", { "class": "hooks" });
+    fs.appendChild(list);
+    var rowsOf = [];
+    function addHook(h, n) {
+      var box = el("fieldset", { "class": "hook", "data-hook": String(n) });
+      box.appendChild(el("legend", null, h ? "Webhook " + h.name : "New webhook"));
+      var fields = {};
+      [{ k: "name", t: "text" }, { k: "url", t: "text" },
+        { k: "secret", t: "text", label: "secret", help: h ? "(set): leave empty to keep" : "at least 16 characters" },
+        { k: "events", t: "text", opt: true }, { k: "visitor_events", t: "num", opt: true },
+        { k: "timeout", t: "dur", opt: true }, { k: "max_queue", t: "int", opt: true }].forEach(function (f) {
+        var cur = h ? h[f.k] : undefined;
+        if (f.k === "secret") { cur = undefined; }
+        if (f.k === "events" && cur) { cur = cur.join(", "); }
+        var x = input(f, fid(st, "hook" + n, f.k), cur);
+        if (f.k === "secret") { x.control.type = "password"; x.control.autocomplete = "new-password"; }
+        box.appendChild(x.wrap);
+        fields[f.k] = x.control;
+      });
+      var rm = input({ k: "remove", t: "bool", label: "remove this webhook" }, fid(st, "hook" + n, "remove"), false);
+      box.appendChild(rm.wrap);
+      fields.remove = rm.control;
+      list.appendChild(box);
+      rowsOf.push({ h: h, c: fields });
+    }
+    hooks.forEach(function (h, i) { addHook(h, i); });
+    var add = el("button", { type: "button", "class": "secondary", "data-add-hook": "" }, "Add a webhook");
+    add.addEventListener("click", function () {
+      addHook(null, rowsOf.length);
+      rowsOf[rowsOf.length - 1].c.name.focus();
+    });
+    fs.appendChild(add);
+    var b = el("button", { type: "submit", "data-apply-group": "webhooks", "aria-label": "Apply… webhooks of " + st.id }, "Apply…");
+    fs.appendChild(b);
+    form.appendChild(fs);
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var out = [], shown = [], bad = "";
+      rowsOf.forEach(function (x, i) {
+        if (x.c.remove.checked) { return; }
+        var w = {};
+        ["name", "url"].forEach(function (k) { w[k] = x.c[k].value.trim(); });
+        if (!x.h && w.name === "" && w.url === "") { return; } // an empty new one
+        var secret = x.c.secret.value;
+        if (secret !== "") { w.secret = secret; }
+        var evs = x.c.events.value.split(",").map(function (t) { return t.trim(); }).filter(function (t) { return t; });
+        if (evs.length) { w.events = evs; }
+        [["visitor_events", "num"], ["timeout", "dur"], ["max_queue", "int"]].forEach(function (p) {
+          var r = valueOf({ k: p[0], t: p[1], opt: true }, x.c[p[0]]);
+          if (r.err) { bad = bad || "webhooks[" + i + "]." + r.err; }
+          if (!r.unset) { w[p[0]] = r.v; }
+        });
+        out.push(w);
+        var sw = JSON.parse(JSON.stringify(w));
+        sw.secret = "(set)";
+        shown.push(sw);
+      });
+      if (bad) { st.mmsg.textContent = "Field " + bad; return; }
+      var before = hooks.map(function (h) { var c = JSON.parse(JSON.stringify(h)); c.secret = "(set)"; delete c.secret_file; return c; });
+      if (canon(before) === canon(shown) && !out.some(function (w) { return w.secret !== undefined; })) {
+        st.mmsg.textContent = "Webhooks: nothing changed.";
+        return;
+      }
+      patchRoom(st, "webhooks", [["webhooks", s.webhooks, shown]], { webhooks: out }, b);
+    });
+    return form;
+  }
+
+  // advancedForm edits the room's settings as one JSON object: the fields
+  // whose value differs are sent (null drops a field's runtime override).
+  function advancedForm(st, s) {
+    var d = el("details", { "class": "advanced" });
+    d.appendChild(el("summary", null, "Advanced: edit as JSON"));
+    var form = el("form", { "data-group": "json", novalidate: "" });
+    var id = fid(st, "json", "settings");
+    form.appendChild(el("label", { "for": id }, "The room's settings as JSON (fields as the config file writes them; a field set to null goes back to the file's value; secrets show as \"(set)\" and are kept)"));
+    var ta = el("textarea", { id: id, rows: "14", spellcheck: "false" });
+    ta.value = JSON.stringify(s, null, 2);
+    form.appendChild(ta);
+    var b = el("button", { type: "submit", "data-apply-group": "json" }, "Apply…");
+    form.appendChild(b);
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var v;
+      try { v = JSON.parse(ta.value); } catch (err) { st.mmsg.textContent = "Field settings: not valid JSON (" + err.message + ")"; return; }
+      if (!v || typeof v !== "object" || Array.isArray(v)) { st.mmsg.textContent = "Field settings: must be a JSON object"; return; }
+      var rows = [], body = {};
+      Object.keys(v).sort().forEach(function (k) {
+        if (canon(v[k]) === canon(s[k])) { return; }
+        rows.push([k, s[k], v[k]]);
+        body[k] = v[k];
+      });
+      patchRoom(st, "settings (JSON)", rows, body, b);
+    });
+    d.appendChild(form);
+    return d;
+  }
+
+  // eventState says where an event is now.
+  function eventState(e, now) {
+    var open = Date.parse(e.prequeue_start_time || e.event_start_time);
+    var start = Date.parse(e.event_start_time), end = Date.parse(e.event_end_time);
+    if (now >= end) { return "ended"; }
+    if (now >= start) { return "running"; }
+    if (now >= open) { return "pre-queue"; }
+    return "scheduled";
+  }
+
+  var EVENT_KNOWN = {};
+  EVENT_FIELDS.forEach(function (f) { EVENT_KNOWN[f.k] = true; });
+  EVENT_KNOWN.etag = true;
+
+  // others returns an event's fields the form has no field for.
+  function others(e) {
+    var o = {};
+    Object.keys(e || {}).forEach(function (k) { if (!EVENT_KNOWN[k]) { o[k] = e[k]; } });
+    return o;
+  }
+
+  function renderEvents(st) {
+    var body = st.panels.events.body;
+    body.textContent = "";
+    var list = (st.view.events && st.view.events.events) || [];
+    var now = Date.now();
+    var sc = el("div", { "class": "scroll" });
+    var tbl = el("table", { "class": "list", "data-events": "" });
+    var hr = el("tr");
+    ["Name", "Pre-queue", "Start", "End", "Overrides", "State", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
+    tbl.appendChild(el("thead")).appendChild(hr);
+    var tb = el("tbody");
+    if (list.length === 0) {
+      var tr0 = el("tr");
+      tr0.appendChild(el("td", { colspan: "7" }, "No events."));
+      tb.appendChild(tr0);
+    }
+    var form = eventForm(st);
+    list.forEach(function (e) {
+      var tr = el("tr", { "data-event": e.name });
+      tr.appendChild(el("th", { scope: "row" }, e.name));
+      tr.appendChild(el("td", null, e.prequeue_start_time ? utc(e.prequeue_start_time) : "–"));
+      tr.appendChild(el("td", null, utc(e.event_start_time)));
+      tr.appendChild(el("td", null, utc(e.event_end_time)));
+      var o = {};
+      Object.keys(e).forEach(function (k) {
+        if (["name", "prequeue_start_time", "event_start_time", "event_end_time", "etag"].indexOf(k) < 0) { o[k] = e[k]; }
+      });
+      tr.appendChild(el("td", { "class": "json" }, JSON.stringify(o)));
+      tr.appendChild(el("td", { "data-state": "" }, eventState(e, now)));
+      var td = el("td", { "class": "actions" });
+      td.appendChild(writeButton("Edit", "Edit event " + e.name, function () { form.edit(e); }));
+      td.appendChild(writeButton("Delete…", "Delete event " + e.name, function (b) {
+        confirmChange({
+          what: "Room " + st.id + ": delete event “" + e.name + "”.",
+          rows: [["event " + e.name, strip(e), undefined]], control: b,
+          send: function () { return api("DELETE", roomPath(st) + "/events/" + encodeURIComponent(e.name), undefined, e.etag); },
+          done: function () { st.mmsg.textContent = "Event “" + e.name + "” deleted."; changed(st); }
+        });
+      }));
+      tr.appendChild(td);
+      tb.appendChild(tr);
+    });
+    tbl.appendChild(tb);
+    sc.appendChild(tbl);
+    body.appendChild(sc);
+    body.appendChild(form.node);
+  }
+
+  // strip returns a listed event or rule without its etag and index.
+  function strip(x) {
+    var o = {};
+    Object.keys(x).forEach(function (k) { if (k !== "etag" && k !== "index") { o[k] = x[k]; } });
+    return o;
+  }
+
+  // eventForm adds an event, or edits the one chosen with Edit.
+  function eventForm(st) {
+    var form = el("form", { "class": "group", "data-form": "event", novalidate: "" });
+    var fs = el("fieldset");
+    var legend = el("legend", null, "Add an event");
+    fs.appendChild(legend);
+    var cs = {};
+    EVENT_FIELDS.forEach(function (f) {
+      var x = input(f, fid(st, "event", f.k), undefined);
+      fs.appendChild(x.wrap);
+      cs[f.k] = x.control;
+    });
+    var ox = input({ k: "other", t: "json", label: "other overrides (JSON object)", help: "like {\"proof_of_work\": {\"difficulty\": 18}}" },
+      fid(st, "event", "other"), undefined);
+    fs.appendChild(ox.wrap);
+    var b = el("button", { type: "submit", "data-submit": "event" }, "Add…");
+    var cancel = el("button", { type: "button", "class": "secondary", hidden: "" }, "New event instead");
+    fs.appendChild(b);
+    fs.appendChild(cancel);
+    form.appendChild(fs);
+    var editing = null;
+    function fill(e) {
+      editing = e;
+      legend.textContent = e ? "Edit event “" + e.name + "”" : "Add an event";
+      b.textContent = e ? "Save…" : "Add…";
+      cancel.hidden = !e;
+      EVENT_FIELDS.forEach(function (f) {
+        var v = e ? e[f.k] : undefined;
+        if (f.t === "bool") { cs[f.k].checked = v === true; } else { cs[f.k].value = v === undefined ? "" : String(v); }
+      });
+      var o = others(e);
+      ox.control.value = Object.keys(o).length ? JSON.stringify(o) : "";
+    }
+    cancel.addEventListener("click", function () { fill(null); cs.name.focus(); });
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var nv = {}, bad = "";
+      EVENT_FIELDS.forEach(function (f) {
+        var r = valueOf(f, cs[f.k]);
+        if (r.err) { bad = bad || r.err; return; }
+        if (!r.unset) { nv[f.k] = r.v; }
+      });
+      var other = valueOf({ k: "other", t: "json" }, ox.control);
+      if (other.err) { bad = bad || other.err; }
+      if (bad) { st.mmsg.textContent = "Field " + bad; return; }
+      if (!other.unset) {
+        if (!other.v || typeof other.v !== "object" || Array.isArray(other.v)) { st.mmsg.textContent = "Field other: must be a JSON object"; return; }
+        Object.keys(other.v).forEach(function (k) { nv[k] = other.v[k]; });
+      }
+      if (!editing) {
+        confirmChange({
+          what: "Room " + st.id + ": add event “" + (nv.name || "") + "”.",
+          rows: Object.keys(nv).map(function (k) { return [k, undefined, nv[k]]; }), control: b,
+          send: function () { return api("POST", roomPath(st) + "/events", nv, st.view.events.etag); },
+          done: function () { st.mmsg.textContent = "Event “" + nv.name + "” added."; changed(st); }
+        });
+        return;
+      }
+      var e = editing, old = strip(e), patch = {}, rows = [];
+      Object.keys(nv).forEach(function (k) {
+        if (canon(nv[k]) !== canon(old[k])) { patch[k] = nv[k]; rows.push([k, old[k], nv[k]]); }
+      });
+      Object.keys(old).forEach(function (k) {
+        if (nv[k] === undefined && !(cs[k] && cs[k].type === "checkbox")) { patch[k] = null; rows.push([k, old[k], undefined]); }
+      });
+      if (rows.length === 0) { st.mmsg.textContent = "Event “" + e.name + "”: nothing changed."; return; }
+      confirmChange({
+        what: "Room " + st.id + ": change event “" + e.name + "”.",
+        rows: rows, control: b,
+        send: function () { return api("PATCH", roomPath(st) + "/events/" + encodeURIComponent(e.name), patch, e.etag); },
+        done: function () { st.mmsg.textContent = "Event “" + (nv.name || e.name) + "” changed."; changed(st); }
+      });
+    });
+    return {
+      node: form,
+      edit: function (e) { fill(e); st.panels.events.details.open = true; cs.name.focus(); }
+    };
+  }
+
+  function renderRules(st) {
+    var body = st.panels.rules.body;
+    body.textContent = "";
+    var list = (st.view.rules && st.view.rules.rules) || [];
+    var sc = el("div", { "class": "scroll" });
+    var tbl = el("table", { "class": "list", "data-rules": "" });
+    var hr = el("tr");
+    ["#", "Description", "Expression", "Action", "Enabled", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
+    tbl.appendChild(el("thead")).appendChild(hr);
+    var tb = el("tbody");
+    if (list.length === 0) {
+      var tr0 = el("tr");
+      tr0.appendChild(el("td", { colspan: "6" }, "No rules."));
+      tb.appendChild(tr0);
+    }
+    var form = ruleForm(st);
+    list.forEach(function (rl) {
+      var name = "rule " + rl.index + (rl.description ? " (" + rl.description + ")" : "");
+      var tr = el("tr", { "data-rule": String(rl.index) });
+      tr.appendChild(el("th", { scope: "row" }, String(rl.index)));
+      tr.appendChild(el("td", null, rl.description || "–"));
+      tr.appendChild(el("td", { "class": "json" }, rl.expression));
+      tr.appendChild(el("td", null, rl.action));
+      tr.appendChild(el("td", { "data-enabled": String(rl.enabled) }, rl.enabled ? "yes" : "no"));
+      var td = el("td", { "class": "actions" });
+      var path = roomPath(st) + "/rules/" + rl.index;
+      td.appendChild(writeButton(rl.enabled ? "Disable…" : "Enable…", (rl.enabled ? "Disable " : "Enable ") + name, function (b) {
+        confirmChange({
+          what: "Room " + st.id + ": " + (rl.enabled ? "disable " : "enable ") + name + ".",
+          rows: [["enabled", rl.enabled, !rl.enabled]], control: b,
+          send: function () { return api("PATCH", path, { enabled: !rl.enabled }, rl.etag); },
+          done: function () { st.mmsg.textContent = name + (rl.enabled ? " disabled." : " enabled."); changed(st); }
+        });
+      })).setAttribute("data-toggle", "");
+      td.appendChild(writeButton("Edit", "Edit " + name, function () { form.edit(rl); }));
+      td.appendChild(writeButton("Delete…", "Delete " + name, function (b) {
+        confirmChange({
+          what: "Room " + st.id + ": delete " + name + " (the rules after it move up one place).",
+          rows: [[name, strip(rl), undefined]], control: b,
+          send: function () { return api("DELETE", path, undefined, rl.etag); },
+          done: function () { st.mmsg.textContent = name + " deleted."; changed(st); }
+        });
+      })).setAttribute("data-delete", "");
+      tr.appendChild(td);
+      tb.appendChild(tr);
+    });
+    tbl.appendChild(tb);
+    sc.appendChild(tbl);
+    body.appendChild(sc);
+    body.appendChild(form.node);
+  }
+
+  // ruleForm adds a rule at the end, or edits the one chosen with Edit.
+  function ruleForm(st) {
+    var form = el("form", { "class": "group", "data-form": "rule", novalidate: "" });
+    var fs = el("fieldset");
+    var legend = el("legend", null, "Add a rule");
+    fs.appendChild(legend);
+    var cs = {};
+    RULE_FIELDS.forEach(function (f) {
+      var x = input(f, fid(st, "rule", f.k), f.k === "enabled" ? true : (f.k === "action" ? "bypass_waiting_room" : undefined));
+      fs.appendChild(x.wrap);
+      cs[f.k] = x.control;
+    });
+    var b = el("button", { type: "submit", "data-submit": "rule" }, "Add…");
+    var cancel = el("button", { type: "button", "class": "secondary", hidden: "" }, "New rule instead");
+    fs.appendChild(b);
+    fs.appendChild(cancel);
+    form.appendChild(fs);
+    var editing = null;
+    function fill(rl) {
+      editing = rl;
+      legend.textContent = rl ? "Edit rule " + rl.index : "Add a rule";
+      b.textContent = rl ? "Save…" : "Add…";
+      cancel.hidden = !rl;
+      cs.description.value = rl && rl.description ? rl.description : "";
+      cs.expression.value = rl ? rl.expression : "";
+      cs.action.value = rl ? rl.action : "bypass_waiting_room";
+      cs.enabled.checked = rl ? rl.enabled : true;
+    }
+    cancel.addEventListener("click", function () { fill(null); cs.description.focus(); });
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var nv = {};
+      RULE_FIELDS.forEach(function (f) {
+        var r = valueOf(f, cs[f.k]);
+        if (!r.unset) { nv[f.k] = r.v; }
+      });
+      if (!editing) {
+        confirmChange({
+          what: "Room " + st.id + ": add a rule at the end.",
+          rows: Object.keys(nv).map(function (k) { return [k, undefined, nv[k]]; }), control: b,
+          send: function () { return api("POST", roomPath(st) + "/rules", nv, st.view.rules.etag); },
+          done: function () { st.mmsg.textContent = "Rule added."; changed(st); }
+        });
+        return;
+      }
+      var rl = editing, old = strip(rl), patch = {}, rows = [];
+      Object.keys(nv).forEach(function (k) {
+        if (canon(nv[k]) !== canon(old[k])) { patch[k] = nv[k]; rows.push([k, old[k], nv[k]]); }
+      });
+      if (old.description !== undefined && nv.description === undefined) { patch.description = null; rows.push(["description", old.description, undefined]); }
+      if (rows.length === 0) { st.mmsg.textContent = "Rule " + rl.index + ": nothing changed."; return; }
+      confirmChange({
+        what: "Room " + st.id + ": change rule " + rl.index + ".",
+        rows: rows, control: b,
+        send: function () { return api("PATCH", roomPath(st) + "/rules/" + rl.index, patch, rl.etag); },
+        done: function () { st.mmsg.textContent = "Rule " + rl.index + " changed."; changed(st); }
+      });
+    });
+    return {
+      node: form,
+      edit: function (rl) { fill(rl); st.panels.rules.details.open = true; cs.description.focus(); }
+    };
+  }
+
+  // ---- the audit log ----
+
+  var auditNext = 0;
+
+  // loadAudit reads the newest entries of the audit log (more: the page
+  // before the last one read).
+  function loadAudit(more) {
+    if (!token) { return; }
+    var q = "?limit=50" + (more && auditNext ? "&before=" + auditNext : "");
+    api("GET", "/api/v1/audit" + q).then(function (r) {
+      if (!r.ok || !r.data) { $("audit-error").textContent = "Cannot read the audit log: " + errorText(r); return; }
+      $("audit-error").textContent = "";
+      var tb = $("audit-rows");
+      if (!more) { tb.textContent = ""; }
+      (r.data.entries || []).forEach(function (e) {
+        var tr = el("tr", { "data-version": String(e.version), "data-action": e.action, "data-target": e.target });
+        tr.appendChild(el("td", null, String(e.version)));
+        tr.appendChild(el("td", null, e.time ? new Date(e.time).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "?"));
+        tr.appendChild(el("td", null, e.token || ""));
+        tr.appendChild(el("td", null, e.action + (e.reason ? " (" + e.reason + ")" : "")));
+        tr.appendChild(el("td", null, e.target || e.room || ""));
+        tr.appendChild(el("td", { "class": "json" }, show(e.before)));
+        tr.appendChild(el("td", { "class": "json" }, show(e.after)));
+        tb.appendChild(tr);
+      });
+      if (!more && (r.data.entries || []).length === 0) {
+        var tr0 = el("tr");
+        tr0.appendChild(el("td", { colspan: "7" }, "No changes yet."));
+        tb.appendChild(tr0);
+      }
+      auditNext = r.data.next_before || 0;
+      $("audit-more").hidden = !auditNext;
+    }, function () {
+      $("audit-error").textContent = "The admin listener cannot be reached.";
     });
   }
 
@@ -573,6 +1447,8 @@
     $("logout").addEventListener("click", function () { logout(""); });
     $("confirm-cancel").addEventListener("click", closeDialog);
     $("confirm-apply").addEventListener("click", apply);
+    $("audit-refresh").addEventListener("click", function () { loadAudit(false); });
+    $("audit-more").addEventListener("click", function () { loadAudit(true); });
     $("confirm").addEventListener("cancel", function (e) { e.preventDefault(); closeDialog(); });
     var saved = "";
     try { saved = sessionStorage.getItem(KEY) || ""; } catch (e) { saved = ""; }
