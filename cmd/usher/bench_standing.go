@@ -228,7 +228,6 @@ const pageSlack = 200 * time.Millisecond
 type crowd struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	addr   string // usher's host:port
 	req    []byte // the request up to its Cookie header
 	name   string // the cookie's name, the same for all
 
@@ -236,8 +235,9 @@ type crowd struct {
 	chunks [][]byte // the arena: cookie values, stride bytes each, chunkSize waiters a chunk, made as waiters join
 	lens   []uint16 // cookie length per waiter; 0 until its first answer
 	n      atomic.Int64
-	dials  atomic.Int64 // connections opened
-	in     atomic.Int64 // waiters who had their first answer
+	conn   func(dials *atomic.Int64) checkInConn
+	dials  *atomic.Int64 // connections opened
+	in     atomic.Int64  // waiters who had their first answer
 
 	mu     sync.Mutex
 	wheel  [][]uint32
@@ -283,10 +283,32 @@ func newCrowd(ctx context.Context, client *http.Client, base string, max int, ma
 		return nil, err
 	}
 	name, value, _ := strings.Cut(ck, "=")
-	c := &crowd{addr: u.Host, name: name, stride: len(value) + 96}
 	// What Go's HTTP client sends, so that usher parses as much as it did.
-	c.req = fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\nAccept: application/json\r\nAccept-Encoding: gzip\r\n",
+	req := fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\nAccept: application/json\r\nAccept-Encoding: gzip\r\n",
 		u.RequestURI(), u.Host)
+	return startCrowd(ctx, req, name, len(value)+96, max, maxRefresh, func(dials *atomic.Int64) checkInConn {
+		wc := &waiterConn{addr: u.Host, dials: dials}
+		// Each connection opens at the start, as a crowd's browsers are
+		// connected before the steps are measured.
+		_ = wc.dial()
+		return wc
+	}), nil
+}
+
+// checkInConn is how a worker of the crowd sends a check-in: a
+// waiterConn, or in tests of the crowd's timing a stand-in for usher.
+type checkInConn interface {
+	get(req []byte, name string, cookie []byte) (status int, set, body []byte, err error)
+	close()
+}
+
+// startCrowd starts a crowd of up to max waiters whose cookies are named
+// name and at most stride bytes long, sending req (with each cookie) on
+// standingWorkers connections made by conn (which counts those it opens in
+// dials).
+func startCrowd(ctx context.Context, req []byte, name string, stride, max int, maxRefresh time.Duration,
+	conn func(dials *atomic.Int64) checkInConn) *crowd {
+	c := &crowd{req: req, name: name, stride: stride, conn: conn, dials: new(atomic.Int64)}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.chunks = make([][]byte, max/chunkSize+1)
 	c.lens = make([]uint16, max)
@@ -299,7 +321,7 @@ func newCrowd(ctx context.Context, client *http.Client, base string, max int, ma
 		c.wg.Go(c.worker)
 	}
 	c.wg.Go(c.dispatch)
-	return c, nil
+	return c
 }
 
 func (c *crowd) stop() {
@@ -315,10 +337,7 @@ func (c *crowd) joined() int { return int(c.n.Load()) }
 func (c *crowd) join(k int) error {
 	start, first := time.Now(), c.n.Load()
 	want := first + int64(k)
-	for j := int64(0); j < int64(k); {
-		if err := sleepCtx(c.ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
+	for j := int64(0); ; {
 		// Newcomers are filed a second ahead: the wheel sends each at its
 		// own moment.
 		upTo := min(int64(k), int64(time.Since(start).Seconds()*standingArrivals)+standingArrivals)
@@ -329,6 +348,12 @@ func (c *crowd) join(k int) error {
 			}
 			c.n.Add(1)
 			c.schedule(i, start.Add(time.Duration(j)*time.Second/standingArrivals))
+		}
+		if j == int64(k) {
+			break
+		}
+		if err := sleepCtx(c.ctx, 50*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	limit := time.Now().Add(time.Minute)
@@ -416,11 +441,8 @@ func (c *crowd) dispatch() {
 }
 
 func (c *crowd) worker() {
-	wc := &waiterConn{addr: c.addr, dials: &c.dials}
+	wc := c.conn(c.dials)
 	defer wc.close()
-	// Each connection opens at the start, as a crowd's browsers are
-	// connected before the steps are measured.
-	_ = wc.dial()
 	for it := range c.work {
 		due := c.origin.Add(time.Duration(it.slot) * wheelSlot)
 		start := time.Now()
