@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,7 +27,10 @@ import (
 // each follows the interval usher gives it (as the waiting page does), the
 // check-in latency, and the usher process's memory.
 type StandingResult struct {
-	Scenario    string  `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Reference is true when a static server stood in usher's place
+	// (--reference): the figures are the machine's and the generator's.
+	Reference   bool    `json:"reference,omitempty"`
 	RefreshS    float64 `json:"refresh_interval_s"`
 	MaxRefreshS float64 `json:"max_refresh_interval_s"`
 	BoundMs     float64 `json:"bound_p99_ms"`
@@ -136,8 +140,11 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 		defer pf.Close()
 		defer pprof.StopCPUProfile()
 	}
-	target, err := startChild(ctx, "usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms,
-		"--origin", "http://"+oln.Addr().String())
+	args := []string{"usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms, "--origin", "http://" + oln.Addr().String()}
+	if f.reference {
+		args = []string{"static", "--refresh", f.refresh.String(), "--max-refresh", f.maxRefresh.String()}
+	}
+	target, err := startChild(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +160,7 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 			return nil, err
 		}
 	}
-	res := &StandingResult{Scenario: "standing-room", RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
+	res := &StandingResult{Scenario: "standing-room", Reference: f.reference, RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
 		BoundMs: float64(f.bound) / float64(time.Millisecond)}
 	if len(f.steps) == 0 {
 		return res, nil
@@ -640,4 +647,46 @@ func rssMB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// staticWaiting is the standing room's reference (--reference): it
+// answers every request as usher answers a waiter, with a JSON body and a
+// ticket cookie of usher's sizes and the intervals usher gives (refresh,
+// doubling at each check-in up to maxRefresh), and does nothing else: no
+// ticket to open or seal, no decision, no store.
+func staticWaiting(refresh, maxRefresh time.Duration) http.Handler {
+	pad := strings.Repeat("x", 160)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := 0
+		if c, err := r.Cookie("__usher_wr_standing"); err == nil {
+			n, _, _ := strings.Cut(c.Value, ".")
+			k, _ = strconv.Atoi(n)
+		}
+		iv := refresh
+		for range min(k, 16) {
+			iv = min(2*iv, maxRefresh)
+		}
+		// A tenth either way, rounded to the second, as usher's jitter.
+		iv = max((iv + time.Duration(rand.Int64N(int64(iv/5)+1)) - iv/10).Round(time.Second), time.Second)
+		h := w.Header()
+		h.Set("Set-Cookie", "__usher_wr_standing="+strconv.Itoa(k+1)+"."+pad+"; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Refresh", strconv.Itoa(int(iv/time.Second)))
+		h.Add("Vary", "Accept")
+		h.Add("Vary", "Accept-Language")
+		h.Set("X-Request-Id", "standing-reference-00000000000")
+		j := waitingJSONFor(int(iv / time.Second))
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(j)))
+		h.Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(j)
+	})
+}
+
+// waitingJSONFor is a waiting answer of usher's shape with the interval s.
+func waitingJSONFor(s int) []byte {
+	return fmt.Appendf(nil, `{"usherWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":1200,"waitTimeSeconds":72000,`+
+		`"waitTimeFormatted":"20 hours","queueIsFull":false,"queueAll":false,"lastUpdated":"2026-11-23T12:00:00Z",`+
+		`"refreshIntervalSeconds":%d,"queueingMethod":"fifo","isFIFOQueue":true,"isRandomQueue":false,"position":500000,`+
+		`"peopleAhead":499999,"isEventPrequeueing":false,"timeUntilEventStart":0,"timeUntilEventStartSeconds":0}}`+"\n", s)
 }

@@ -51,3 +51,33 @@ func TestE2EBenchStanding(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EBenchStandingReference: --reference puts a static server in
+// usher's place, giving the intervals usher gives; the same generator
+// follows them (check-ins a second within the same bounds), with no
+// errors and no connection opened during the step.
+func TestE2EBenchStandingReference(t *testing.T) {
+	code, out, errs := runMain(t, "bench", "--self", "--scenario", "standing-room", "--refresh", "2s",
+		"--max-refresh", "8s", "--steps", "3000", "--bound", "1s", "--reference", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r StandingResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !r.Reference || len(r.Steps) != 1 {
+		t.Fatalf("reference %v, %d steps", r.Reference, len(r.Steps))
+	}
+	s := r.Steps[0]
+	t.Logf("reference, %d waiters: %.0f check-ins/s (peak %d), p50 %.2f ms, p99 %.2f ms, from schedule %.2f ms, server %.0f us, generator %.0f us a check-in",
+		s.Waiters, s.CheckInsPerS, s.PeakPerS, s.P50ms, s.P99ms, s.SchedP99ms, s.UsherCPUus, s.GeneratorCPUus)
+	// Intervals of 2 s doubling to 8 s (a tenth either way), the page's
+	// slack: between one per 9.2 s and one per 2 s a waiter.
+	if n := float64(s.Waiters); s.CheckInsPerS < 0.8*n/9.2 || s.CheckInsPerS > n/1.5 {
+		t.Errorf("%.0f check-ins a second from %d waiters", s.CheckInsPerS, s.Waiters)
+	}
+	if s.Errors != 0 || s.Connections != 0 || s.Admitted != 0 {
+		t.Errorf("%d errors, %d connections opened, %d admitted; want none", s.Errors, s.Connections, s.Admitted)
+	}
+}
