@@ -28,6 +28,19 @@ import (
 // renewal moves a count at most once, and no count is ever taken from a
 // cell twice. A visitor with no record is taken out of the cell its ticket
 // names, unless that count may have been lost (see each store).
+//
+// # An answer lost after the store applied it
+//
+// A call that fails (a timeout) may still have been applied: the visitor
+// keeps the ticket it had, one count behind the store's record. The record
+// also says which ticket its count was made from (Record.From), so that
+// this ticket, and no other, can take the record over (AdmitOp.TakeOver):
+// a waiting record is counted on from it as if the lost answer had been
+// delivered, but no sooner than the op allows (when the record's own
+// check-in would have been due), so that copies of a ticket are counted no
+// more often than one ticket.
+// An admitted record is never taken over (the engine delivers its session
+// to that ticket instead).
 type Store interface {
 	// Admit applies one admission decision for a new visitor or a waiter's
 	// check-in: it computes the free slots and the live waiters ahead of the
@@ -203,6 +216,16 @@ type AdmitOp struct {
 	// to a visitor without a ticket: the store counts the new ticket
 	// against the client's key and reports whether the client is over.
 	Client ClientOp
+	// TakeOver, when not zero, lets the ticket presented take over the
+	// visitor's waiting record when that record was counted from it
+	// (Record.From equals From.At: an answer the visitor never got) at or
+	// before TakeOver, in a cell that expires at or before TakeOverCell
+	// (a unix second; zero: any cell): the op is then applied as if From
+	// were the record's own ticket (AdmitResult.TookOver), and the new
+	// record is still counted from From.At. Otherwise such a ticket is a
+	// replay.
+	TakeOver     time.Time
+	TakeOverCell int64
 }
 
 // ClientOp is a per-client limit on new tickets.
@@ -228,6 +251,9 @@ type AdmitResult struct {
 	// Replay reports a ticket older than the one the store counted last
 	// for the visitor: nothing changed. Record is what the store holds.
 	Replay bool
+	// TookOver reports that the ticket presented took over the store's
+	// later record (AdmitOp.TakeOver): the op was applied.
+	TookOver bool
 	// Record is the store's record of the visitor after the op (zero when
 	// it keeps none).
 	Record Record
@@ -250,6 +276,12 @@ type Record struct {
 	Cell int64
 	// Admitted reports whether it was an admitted ticket.
 	Admitted bool
+	// From is the counted-at time of the ticket presented when the store
+	// made this record (AdmitOp.From.At, RenewOp.From.At): the ticket a
+	// visitor still holds when the answer that carried the record's ticket
+	// was lost. Zero when the record was made without one (a newcomer, a
+	// revocation) or by a store that did not keep it.
+	From time.Time
 }
 
 // RenewOp is the input of Store.Renew.

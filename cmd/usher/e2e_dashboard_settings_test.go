@@ -116,6 +116,11 @@ func click(t *testing.T, tab context.Context, sel string) {
 	}
 }
 
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -240,6 +245,28 @@ func TestE2EDashboardSettings(t *testing.T) {
 	}
 
 	// session_duration, typed; queueing_method, chosen from the keyboard.
+	// The room changed by someone else while the dialog is open: Apply
+	// sends the ETag read before, and the API's 412 is shown; nothing
+	// changes. Reload, and the same change goes through.
+	typeInto(t, tab, "#s-shop-session-session_duration", "7m")
+	click(t, tab, `[data-apply-group="session"]`)
+	if got := dialogRows(t, tab); !slices.Equal(got, []string{`session_duration: "5m" -> "7m"`}) {
+		t.Fatalf("the dialog shows %q", got)
+	}
+	if _, err := admin.NewClient(adm, writeTok).PatchRoom(ctx, "shop", room().ETag, map[string]any{"disable_session_renewal": true}); err != nil {
+		t.Fatal(err)
+	}
+	click(t, tab, "#confirm-apply")
+	waitUntil(t, tab, 10*time.Second, `document.getElementById("confirm-error").textContent.indexOf("changed since that ETag") >= 0`)
+	t.Logf("stale: %s", eval[string](t, tab, `document.getElementById("confirm-error").textContent`))
+	if v := room(); v.Settings["session_duration"] != "5m" || v.Settings["disable_session_renewal"] != true {
+		t.Fatalf("after a stale change: %v", v.Settings)
+	}
+	click(t, tab, "#confirm-cancel")
+	click(t, tab, `[data-room="shop"] [data-reload]`)
+	waitUntil(t, tab, 10*time.Second, `!document.querySelector('[aria-busy="true"]') &&
+		document.querySelector('[data-group="session"] [data-now="disable_session_renewal"]').textContent.indexOf("in force: true") === 0 &&
+		document.getElementById("s-shop-session-session_duration").value === "5m"`)
 	typeInto(t, tab, "#s-shop-session-session_duration", "7m")
 	click(t, tab, `[data-apply-group="session"]`)
 	confirmApply(t, tab, `session_duration: "5m" -> "7m"`)
@@ -253,6 +280,27 @@ func TestE2EDashboardSettings(t *testing.T) {
 	click(t, tab, `[data-apply-group="queueing"]`)
 	confirmApply(t, tab, `queueing_method: "fifo" -> "random"`)
 	until(t, 10*time.Second, "queueing_method random in the API", func() bool { return room().Settings["queueing_method"] == "random" })
+
+	// A block not in force: Apply with nothing filled in changes nothing;
+	// a difficulty typed turns proof of work on, the block sent whole.
+	click(t, tab, `[data-apply-group="proof_of_work"]`)
+	waitUntil(t, tab, 5*time.Second, `document.querySelector("[data-manage-msg]").textContent === "Proof of work: nothing changed."`)
+	typeInto(t, tab, "#s-shop-proof_of_work-difficulty", "4")
+	click(t, tab, `[data-apply-group="proof_of_work"]`)
+	confirmApply(t, tab, "proof_of_work.difficulty: (not set) -> 4")
+	until(t, 10*time.Second, "proof_of_work in the API", func() bool {
+		return compactJSON(room().Settings["proof_of_work"]) == `{"always":false,"difficulty":4}`
+	})
+	// Its Reset in the overrides: back to the file's (none).
+	waitUntil(t, tab, 10*time.Second, `!!document.querySelector('[data-override="proof_of_work"] button')`)
+	click(t, tab, `[data-override="proof_of_work"] button`)
+	confirmApply(t, tab, `proof_of_work: {"always":false,"difficulty":4} -> (not set)`)
+	until(t, 10*time.Second, "no proof_of_work in the API", func() bool {
+		v := room()
+		_, on := v.Settings["proof_of_work"]
+		_, over := v.Overrides["proof_of_work"]
+		return !on && !over
+	})
 
 	// A webhook: its secret typed, never shown back; the next change is
 	// delivered to it, signed.
@@ -292,6 +340,23 @@ func TestE2EDashboardSettings(t *testing.T) {
 		h, _ := room().Settings["webhooks"].([]any)
 		return len(h) == 1 && len(h[0].(map[string]any)["events"].([]any)) == 2
 	})
+
+	// Advanced, the room as JSON: retyped with one value changed, only that
+	// field is sent (the webhooks, shown with "(set)" and "/…", are not).
+	click(t, tab, `[data-room="shop"] details.advanced > summary`)
+	waitUntil(t, tab, 5*time.Second, `document.querySelector('[data-room="shop"] details.advanced').open`)
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(eval[string](t, tab, `document.getElementById("s-shop-json-settings").value`)), &settings); err != nil {
+		t.Fatal(err)
+	}
+	if settings["refresh_interval"] != "20s" || !strings.Contains(compactJSON(settings["webhooks"]), `"secret":"(set)"`) {
+		t.Fatalf("the JSON shows %v", settings)
+	}
+	settings["refresh_interval"] = "10s"
+	typeInto(t, tab, "#s-shop-json-settings", compactJSON(settings))
+	click(t, tab, `[data-apply-group="json"]`)
+	confirmApply(t, tab, `refresh_interval: "20s" -> "10s"`)
+	until(t, 10*time.Second, "refresh_interval 10s in the API", func() bool { return room().Settings["refresh_interval"] == "10s" })
 
 	// An event, typed in: listed, and in force (running, its limit applied).
 	click(t, tab, `[data-room="shop"] details[data-panel="events"] > summary`)
@@ -405,7 +470,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 
 	// Reset to the file: every override dropped.
 	v := room()
-	if len(v.Overrides) != 5 {
+	if len(v.Overrides) != 7 {
 		t.Errorf("overrides before the reset: %v", v.Overrides)
 	}
 	waitUntil(t, tab, 10*time.Second, `!!document.querySelector('[data-reset-all]')`)
@@ -417,7 +482,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 	settled(t, tab)
 	until(t, 10*time.Second, "no override", func() bool {
 		v := room()
-		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo"
+		return len(v.Overrides) == 0 && v.Settings["session_duration"] == "5m" && v.Settings["queueing_method"] == "fifo" &&
+			v.Settings["refresh_interval"] == "20s" && v.Settings["disable_session_renewal"] == false
 	})
 	waitUntil(t, tab, 10*time.Second, `document.querySelector('[data-overrides] .note').textContent.indexOf("None") === 0`)
 
@@ -432,7 +498,7 @@ func TestE2EDashboardSettings(t *testing.T) {
 		want = append(want, fmt.Sprintf("%d %s %s %s", e.Version, e.Token, e.Action, e.Target))
 	}
 	wantActions := []string{"room.reset", "rule.delete", "rule.update", "rule.create", "event.delete", "event.update", "event.create",
-		"room.update", "room.update", "room.update", "room.update"}
+		"room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update", "room.update"}
 	if len(au.Entries) != len(wantActions) {
 		t.Fatalf("the API's audit log: %q, want the actions %q", want, wantActions)
 	}
@@ -444,9 +510,10 @@ func TestE2EDashboardSettings(t *testing.T) {
 	const auditRows = `Array.prototype.map.call(document.querySelectorAll("#audit-rows tr[data-version]"), function (tr) {
 		return tr.cells[0].textContent + " " + tr.cells[2].textContent + " " + tr.cells[3].textContent + " " + tr.cells[4].textContent; })`
 	waitUntil(t, tab, 10*time.Second, auditRows+`.join("\n") === `+jsString(strings.Join(want, "\n")))
-	if got := eval[string](t, tab, `document.querySelector('#audit-rows tr[data-action="room.update"][data-target="rooms/shop"]:last-child').cells[5].textContent + " " +
-		document.querySelector('#audit-rows tr[data-action="room.update"][data-target="rooms/shop"]:last-child').cells[6].textContent`); got != `{"session_duration":"5m"} {"session_duration":"7m"}` {
-		t.Errorf("the audit view's oldest entry shows before/after %q", got)
+	if got := eval[[]string](t, tab, `Array.prototype.map.call(document.querySelectorAll('#audit-rows tr[data-action="room.update"]'), function (tr) {
+		return tr.cells[5].textContent + " " + tr.cells[6].textContent; })`); !slices.Contains(got, `{"session_duration":"5m"} {"session_duration":"7m"}`) ||
+		!slices.Contains(got, `{"disable_session_renewal":false} {"disable_session_renewal":true}`) {
+		t.Errorf("the audit view's room.update entries show before/after %q", got)
 	}
 
 	// A read token: the editor is there, every control disabled; a write
@@ -481,6 +548,16 @@ func TestE2EDashboardSettings(t *testing.T) {
 		t.Fatalf("a read token's write changed the room: %v", v.Settings["total_active_users"])
 	}
 
+	// On a phone's width, the editor open, nothing overflows sideways.
+	click(t, rtab, "#confirm-cancel")
+	eval[bool](t, rtab, `(function () {
+		document.querySelectorAll('[data-room="shop"] details').forEach(function (d) { d.open = true; }); return true; })()`)
+	if err := chromedp.Do(rtab, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, rtab, 10*time.Second, `!document.querySelector('[aria-busy="true"]') && !!document.getElementById("s-shop-rule-expression") &&
+		document.documentElement.scrollWidth <= document.documentElement.clientWidth`)
+
 	// Every write the page sent carried If-Match and the token in the
 	// Authorization header only; the secret went only in the webhook's
 	// PATCH body.
@@ -498,8 +575,8 @@ func TestE2EDashboardSettings(t *testing.T) {
 			t.Errorf("%s %s with Authorization %q, If-Match %v", r.Method, r.URL, auth, r.Headers["If-Match"])
 		}
 	}
-	if writes != 13 {
-		t.Errorf("%d writes sent, want 13 (11 applied, 1 refused, 1 forbidden)", writes)
+	if writes != 17 {
+		t.Errorf("%d writes sent, want 17 (14 applied, 1 refused, 1 stale, 1 forbidden)", writes)
 	}
 	t.Logf("the whole run took %v", time.Since(started).Round(time.Second))
 }

@@ -27,5 +27,9 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_failmode_decisions_total",
 			Help: "Decisions made by the fail mode while the store could not be reached.",
 		}, func() float64 { return float64(e.FailModeDecisions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_lost_answers_total",
+			Help: "Decisions on a ticket one answer behind the store's record (a store call applied whose answer was lost): taken over, or its counted admission delivered or started over.",
+		}, func() float64 { return float64(e.LostAnswers()) }),
 	)
 }

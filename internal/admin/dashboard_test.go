@@ -2,12 +2,18 @@ package admin
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/config"
 )
 
 // TestDashboardFiles: the page and its two files are served without a
@@ -155,4 +161,86 @@ func luminance(hex string) (float64, error) {
 		out += w * c
 	}
 	return out, nil
+}
+
+// TestDashboardEditorCoversRoomFields: the room editor of the dashboard
+// (GROUPS in app.js) has a field for every room field PATCH
+// /api/v1/rooms/{id} takes, as the config's own decoder lists them, and
+// for every key of the blocks it edits as a whole, as the config encodes
+// them; and for nothing else. A field added to rooms fails this until the
+// editor has it.
+func TestDashboardEditorCoversRoomFields(t *testing.T) {
+	js, err := dashboardFS.ReadFile("dashboard/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(js)
+	start := strings.Index(src, "var GROUPS = [")
+	end := strings.Index(src[start:], "\n  ];\n")
+	if start < 0 || end < 0 {
+		t.Fatal("app.js has no GROUPS")
+	}
+	keyRe, objRe := regexp.MustCompile(`\{ k: "([^"]+)"`), regexp.MustCompile(`obj: "([^"]+)"`)
+	top := map[string]bool{"webhooks": true} // the webhooks form
+	blocks := make(map[string][]string)
+	for _, g := range strings.Split(src[start:start+end], "{ id: ")[1:] {
+		var keys []string
+		for _, m := range keyRe.FindAllStringSubmatch(g, -1) {
+			keys = append(keys, m[1])
+		}
+		if m := objRe.FindStringSubmatch(g); m != nil {
+			top[m[1]] = true
+			blocks[m[1]] = keys
+			continue
+		}
+		for _, k := range keys {
+			if field, _, ok := strings.Cut(k, "."); ok {
+				k = field
+			}
+			top[k] = true
+		}
+	}
+	var want []string
+	for _, f := range config.RoomFields() {
+		switch f {
+		case "id", "events", "rules": // not PATCH's: the id is fixed, events and rules have their panels
+			continue
+		}
+		if ok, why := config.OverridableField(f); !ok {
+			t.Errorf("room field %s is not overridable: %s", f, why)
+		}
+		want = append(want, f)
+		if !top[f] {
+			t.Errorf("the editor has no field for %s", f)
+		}
+		delete(top, f)
+	}
+	if !slices.Contains(want, "webhooks") {
+		want = append(want, "webhooks")
+		delete(top, "webhooks")
+	}
+	for f := range top {
+		t.Errorf("the editor has a field %s that rooms do not", f)
+	}
+
+	// The blocks' keys, as the config writes a room with each block on.
+	rm := &usher.Room{ID: "x", TicketBinding: usher.TicketBinding{ClientPrefix: true}}
+	rm.Settings.ClientLimit = usher.ClientLimit{NewVisitorsPerMinute: 1}
+	rm.Settings.ProofOfWork = usher.ProofOfWork{Difficulty: 1}
+	rm.Settings.Autopilot = usher.Autopilot{Enabled: true, LatencyTarget: time.Second, HealthURL: "http://x/"}
+	enc := config.EncodeRoom(rm)
+	for name, keys := range blocks {
+		m, ok := enc[name].(map[string]any)
+		if !ok {
+			t.Errorf("the editor's block %s is not a block of rooms", name)
+			continue
+		}
+		if got, want := strings.Join(slices.Sorted(slices.Values(keys)), " "), strings.Join(slices.Sorted(maps.Keys(m)), " "); got != want {
+			t.Errorf("the editor's %s has the fields\n%s\nthe config writes\n%s", name, got, want)
+		}
+	}
+	if cookie, ok := enc["cookie_attributes"].(map[string]any); !ok || len(cookie) != 2 || !strings.Contains(src, `k: "cookie_attributes.samesite"`) || !strings.Contains(src, `k: "cookie_attributes.secure"`) {
+		t.Errorf("cookie_attributes: the config writes %v", enc["cookie_attributes"])
+	}
+	t.Logf("%d room fields, %d blocks edited as a whole", len(want), len(blocks))
 }

@@ -8,11 +8,14 @@
 // the config package exactly as the file is, carries optimistic
 // concurrency (ETag and If-Match), and is recorded in the audit log with
 // its token's name and the values before and after, in the same atomic
-// store operation. Every node applies it within a second.
+// store operation. Every node applies it within a second. A room's
+// events and rules are lists served by one generic handler (lists.go,
+// listKind[T]; events.go and rules.go say what differs).
 //
 // The dashboard (GET /, dashboard.go) is a page embedded in the binary
 // that draws every room from GET /api/v1/live, a stream of server-sent
-// events (live.go), and changes rooms through the same PATCH as the CLI.
+// events (live.go), and edits rooms, their events and rules through the
+// same API as the CLI, and shows the audit log.
 //
 // GET /api/v1/stream is the rooms' events (internal/notify's bus, the
 // same events the webhooks get) as server-sent events; a change made

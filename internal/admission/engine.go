@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -76,6 +77,9 @@ type Engine struct {
 	brk     breaker
 	revoked revoked
 	flow    flows // what this engine saw of each line, for estimates
+	// lost counts decisions on a ticket one answer behind the store's
+	// record: takeovers, and lost admissions delivered or started over.
+	lost atomic.Int64
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
 
@@ -251,6 +255,12 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		// Its first check-in: from the joining bucket to its place.
 		op.FromBucket = tk.JoinBucket()
 	}
+	if !fresh {
+		// The ticket may be one answer behind the store's record (a call
+		// that timed out after the store applied it): it takes the record
+		// over once its own check-in would have been due (see takeOverBy).
+		takeOverBy(&op, s, now)
+	}
 	if v.Invite == usher.InviteAdmit {
 		op.Force = true // in at once, counted
 	}
@@ -301,6 +311,14 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	if res.Replay {
+		if lapsedAdmission(res.Record, &tk, now) {
+			e.lost.Add(1)
+			// Its admission was counted but never delivered, and the
+			// session has ended: it starts over as a new visitor, as the
+			// admitted ticket would have (a ticket is admitted once).
+			v.Ticket, v.Invite = nil, 0
+			return e.Decide(ctx, room, v)
+		}
 		return e.replayed(d, room.ID, tk, res, &sched, now), nil
 	}
 	if res.OverClient {
@@ -312,6 +330,9 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		tk.Place, tk.Back = op.Client.Back, true
 	}
 	d.TicketChanged = true
+	if res.TookOver {
+		e.lost.Add(1)
+	}
 	if fresh {
 		e.observeArrived(room.ID, now)
 	}
@@ -427,15 +448,71 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	return d, nil
 }
 
+// takeOverBy sets op's TakeOver and TakeOverCell for a ticket presented
+// at now: a store's record counted from it (an answer the visitor never
+// got) is taken over only once that record's own next check-in would have
+// been due, when its waiting cell expires within Grace(refresh_interval)
+// of now (a waiting cell expires a grace after its ticket's next check-in,
+// and no grace is shorter), and a second or more after it was counted. So
+// the visitor's record moves no more often through takeovers than through
+// its tickets: copies of a ticket gain no check-ins. In a random room the
+// record must also be from an earlier draw window, so that the lost
+// check-in's draw and the takeover's are never in the same window.
+func takeOverBy(op *usher.AdmitOp, s *usher.Settings, now time.Time) {
+	by := now.Add(-time.Second)
+	if s.QueueingMethod == usher.Random {
+		ms := max(s.RefreshInterval.Milliseconds(), 1)
+		if start := time.UnixMilli(window(now, s.RefreshInterval) * ms).Add(-time.Millisecond); start.Before(by) {
+			by = start
+		}
+	}
+	op.TakeOver = by.UTC()
+	op.TakeOverCell = now.Add(Grace(s.RefreshInterval)).Unix()
+}
+
+// takeOverAt returns the first moment at which the ticket a record was
+// counted from may take it over: the inverse of takeOverBy.
+func takeOverAt(s *usher.Settings, rec usher.Record) time.Time {
+	t := rec.At.Add(time.Second)
+	if c := time.Unix(rec.Cell, 0).Add(-Grace(s.RefreshInterval)); rec.Cell != 0 && c.After(t) {
+		t = c
+	}
+	if s.QueueingMethod == usher.Random {
+		ms := max(s.RefreshInterval.Milliseconds(), 1)
+		if next := time.UnixMilli((window(rec.At, s.RefreshInterval) + 1) * ms); next.After(t) {
+			t = next
+		}
+	}
+	return t
+}
+
+// lapsedAdmission reports whether rec, the store's record of the visitor
+// of waiting ticket tk, is an admission counted from tk (or the one a
+// failed call gave tk for) whose session has ended by now.
+func lapsedAdmission(rec usher.Record, tk *usher.Ticket, now time.Time) bool {
+	return rec.Admitted && rec.Cell != 0 && rec.Cell <= now.Unix() &&
+		((!rec.From.IsZero() && rec.From.Equal(tk.CountedAt)) || rec.At.Equal(tk.CountedAt))
+}
+
 // replayed answers a waiting ticket the store had already counted on. The
 // visitor's own parallel request may have been admitted a moment ago (a
 // page and its JSON at once, a proxy asking twice): within ReplayGrace it
-// gets the same admission. Otherwise nothing changes: the ticket is not
-// sent again and the waiter sees its place.
+// gets the same admission. So does, while the session runs, the ticket the
+// admission was counted from (the visitor never got the answer that
+// carried it: a call that timed out after the store applied it), and the
+// ticket a failed call gave a new visitor whose admission the store
+// counted. Otherwise nothing changes: the ticket is not sent again and the
+// waiter sees its place; a ticket one answer behind is told when it may
+// take the store's record over.
 func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
 	d.Replay = true
 	rec := res.Record
-	if rec.Admitted && rec.Cell > now.Unix() && now.Sub(rec.At) <= ReplayGrace {
+	behind := !rec.From.IsZero() && rec.From.Equal(tk.CountedAt)
+	if rec.Admitted && rec.Cell > now.Unix() &&
+		(now.Sub(rec.At) <= ReplayGrace || behind || rec.At.Equal(tk.CountedAt)) {
+		if now.Sub(rec.At) > ReplayGrace {
+			e.lost.Add(1) // a lost admission delivered
+		}
 		at := tk
 		at.State = usher.Admitted
 		at.AdmittedAt, at.CountedAt = rec.At, rec.At
@@ -453,6 +530,12 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	d.RefreshAfter = checkInAfter(sched.RefreshInterval, tk.Jitter)
 	if !tk.NextCheckIn.IsZero() {
 		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
+	}
+	if behind && !rec.Admitted {
+		// Back when it may take the record over (it came too soon).
+		if w := takeOverAt(&sched.Settings, rec).Sub(now); w > 0 {
+			d.RefreshAfter = max(d.RefreshAfter, (w + time.Second - 1).Truncate(time.Second))
+		}
 	}
 	e.estimate(&d, room, tk.Bucket(), res, sched, now)
 	return d

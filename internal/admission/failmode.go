@@ -87,6 +87,13 @@ func (e *Engine) StoreDown() bool {
 	return e.brk.down
 }
 
+// LostAnswers is the number of decisions on a ticket one answer behind the
+// store's record (an answer lost after the store applied it): the ticket
+// took the record over, got the admission the store had counted, or, that
+// session over, started over as a new visitor. Within the replay grace a
+// delivered admission is a parallel request's and is not counted.
+func (e *Engine) LostAnswers() int64 { return e.lost.Load() }
+
 // FailModeDecisions is the number of decisions made by the fail mode.
 func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load() }
 

@@ -661,7 +661,7 @@
       { k: "ipv4_prefix", t: "int", opt: true },
       { k: "ipv6_prefix", t: "int", opt: true }] },
     { id: "autopilot", title: "Autopilot", obj: "autopilot", fields: [
-      { k: "enabled", t: "bool" },
+      { k: "enabled", t: "bool", def: true },
       { k: "min_new_users_per_minute", t: "int", opt: true },
       { k: "max_new_users_per_minute", t: "int", opt: true },
       { k: "concurrency", t: "bool" },
@@ -962,7 +962,7 @@
     g.fields.forEach(function (f) {
       var cur = g.obj ? (block ? block[f.k] : undefined) : getPath(s, f.k);
       var id = fid(st, g.id, f.k);
-      var x = input(f, id, cur);
+      var x = input(f, id, cur === undefined && f.def !== undefined ? f.def : cur);
       if (!g.obj) {
         var now = el("span", { "class": "now", "data-now": f.k }, "in force: " + show(cur));
         if (ov[f.k]) {
@@ -980,12 +980,16 @@
       e.preventDefault();
       var rows = [], body = {}, bad = "";
       if (g.obj) {
-        var nb = {};
+        // The block is sent whole. One not in force is turned on by a
+        // field filled in, or a switch moved from its default.
+        var nb = {}, on = block !== undefined;
         controls.forEach(function (x) {
           var r = valueOf(x.f, x.c);
           if (r.err) { bad = bad || r.err; return; }
           if (!r.unset) { nb[x.f.k] = r.v; }
-          if (canon(r.unset ? undefined : r.v) !== canon(x.cur) && !(r.unset && x.cur === undefined)) {
+          var was = x.cur;
+          if (!on && x.f.t === "bool") { was = x.f.def === true; }
+          if (canon(r.unset ? undefined : r.v) !== canon(was) && !(r.unset && was === undefined)) {
             rows.push([g.obj + "." + x.f.k, x.cur, r.unset ? undefined : r.v]);
           }
         });

@@ -52,24 +52,32 @@ func decodeCellKey(b []byte) (cellKey, error) {
 	}, nil
 }
 
+// encodeRecord writes an admitted visitor's record: at, cell, keep and
+// from, 8 bytes each (files written before from was kept have 24 bytes:
+// no from).
 func encodeRecord(rc record) []byte {
-	b := make([]byte, 24)
+	b := make([]byte, 32)
 	binary.BigEndian.PutUint64(b, uint64(rc.at))
 	binary.BigEndian.PutUint64(b[8:], uint64(rc.cell))
 	binary.BigEndian.PutUint64(b[16:], uint64(rc.keep))
+	binary.BigEndian.PutUint64(b[24:], uint64(rc.from))
 	return b
 }
 
 func decodeRecord(b []byte) (record, error) {
-	if len(b) != 24 {
+	if len(b) != 24 && len(b) != 32 {
 		return record{}, fmt.Errorf("visitor record of %d bytes", len(b))
 	}
-	return record{
+	rc := record{
 		at:       int64(binary.BigEndian.Uint64(b)),
 		cell:     int64(binary.BigEndian.Uint64(b[8:])),
 		keep:     int64(binary.BigEndian.Uint64(b[16:])),
 		admitted: true,
-	}, nil
+	}
+	if len(b) == 32 {
+		rc.from = int64(binary.BigEndian.Uint64(b[24:]))
+	}
+	return rc, nil
 }
 
 type storedKey struct {

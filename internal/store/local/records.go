@@ -10,10 +10,11 @@ import (
 const recordShards = 64
 
 // records holds a room's visitor records. A waiter's record (the bulk of a
-// long line) packs in 8 bytes next to its 8-byte visitor id, in
-// recordShards open-addressed tables kept 68-85% full; the others
-// (admitted visitors, times that do not pack, the all-zero id) are kept
-// whole aside in a map. A million waiters cost about 20 MB.
+// long line) packs in 8 bytes, and the ticket it was counted from in 4
+// more, next to its 8-byte visitor id, in recordShards open-addressed
+// tables kept 68-85% full; the others (admitted visitors, times that do
+// not pack, the all-zero id) are kept whole aside in a map. A million
+// waiters cost about 24 MB.
 //
 // A record is forgotten in the sweep of its part after its keep has come:
 // at most recordShards seconds late, which only remembers a visitor a
@@ -51,31 +52,46 @@ func shardOf(v [8]byte) int {
 	return int(binary.LittleEndian.Uint64(v[:]) * 0x9E3779B97F4A7C15 >> 58)
 }
 
-func pack(rc record) (packed, bool) {
+// fromDelta is how a packed record keeps the ticket it was counted from:
+// the milliseconds from it to the record's own (0: none).
+type fromDelta uint32
+
+func pack(rc record) (packed, fromDelta, bool) {
 	if rc.admitted || rc.at < 0 || rc.at > maxAt {
-		return 0, false
+		return 0, 0, false
+	}
+	var fd fromDelta
+	if rc.from != 0 {
+		d := rc.at - rc.from
+		if rc.from < 0 || d < 1 || d > 1<<32-1 {
+			return 0, 0, false
+		}
+		fd = fromDelta(d)
 	}
 	sec := rc.at / 1000
 	cd, kd := int64(0), rc.keep-sec
 	if rc.cell != 0 {
 		cd = rc.cell - sec
 		if cd < 1 || cd > maxCellD {
-			return 0, false
+			return 0, 0, false
 		}
 	}
 	if kd < 0 || kd > maxKeepD {
-		return 0, false
+		return 0, 0, false
 	}
 	kd = (kd + keepUnit - 1) / keepUnit
-	return packed(uint64(rc.at) | uint64(cd)<<cellShift | uint64(kd)<<keepShift), true
+	return packed(uint64(rc.at) | uint64(cd)<<cellShift | uint64(kd)<<keepShift), fd, true
 }
 
-func (p packed) record() record {
+func (p packed) record(fd fromDelta) record {
 	at := int64(p & maxAt)
 	sec := at / 1000
 	rc := record{at: at, keep: sec + int64(p>>keepShift)*keepUnit}
 	if cd := int64(p>>cellShift) & maxCellD; cd != 0 {
 		rc.cell = sec + cd
+	}
+	if fd != 0 {
+		rc.from = at - int64(fd)
 	}
 	return rc
 }
@@ -88,8 +104,8 @@ func keyID(k uint64) (v [8]byte) {
 }
 
 func (rs *records) get(v [8]byte) (record, bool) {
-	if p, ok := rs.shards[shardOf(v)].get(idKey(v)); ok {
-		return p.record(), true
+	if p, fd, ok := rs.shards[shardOf(v)].get(idKey(v)); ok {
+		return p.record(fd), true
 	}
 	rc, ok := rs.whole[v]
 	return rc, ok
@@ -97,8 +113,8 @@ func (rs *records) get(v [8]byte) (record, bool) {
 
 func (rs *records) put(v [8]byte, rc record) {
 	t := &rs.shards[shardOf(v)]
-	if p, ok := pack(rc); ok && idKey(v) != 0 {
-		t.put(idKey(v), p)
+	if p, fd, ok := pack(rc); ok && idKey(v) != 0 {
+		t.put(idKey(v), p, fd)
 		delete(rs.whole, v)
 		return
 	}
@@ -125,14 +141,14 @@ func (rs *records) sweep(i int, now int64, gone func([8]byte, record)) {
 	t := &rs.shards[i]
 	rs.gone = rs.gone[:0]
 	for j, k := range t.keys {
-		if k != 0 && t.vals[j].record().keep <= now {
+		if k != 0 && t.vals[j].record(0).keep <= now {
 			rs.gone = append(rs.gone, k)
 		}
 	}
 	for _, k := range rs.gone {
-		p, _ := t.get(k)
+		p, fd, _ := t.get(k)
 		t.del(k)
-		gone(keyID(k), p.record())
+		gone(keyID(k), p.record(fd))
 	}
 	if i != 0 {
 		return
@@ -148,12 +164,13 @@ func (rs *records) sweep(i int, now int64, gone func([8]byte, record)) {
 // table is an open-addressed hash table of packed records by visitor id
 // (0: an empty slot), with linear probing and deletion by backward shift
 // (no tombstones). It grows by a quarter when 85% full, so it stays 68-85%
-// full: 19-24 bytes a record.
+// full: 24-30 bytes a record.
 type table struct {
-	keys []uint64
-	vals []packed
-	n    int
-	free func() // releases keys and vals (see newSlots)
+	keys  []uint64
+	vals  []packed
+	froms []fromDelta
+	n     int
+	free  func() // releases keys, vals and froms (see newSlots)
 }
 
 // home is k's first slot: its mixed bits scaled to the table's size.
@@ -182,17 +199,17 @@ func (t *table) find(k uint64) (int, bool) {
 	}
 }
 
-func (t *table) get(k uint64) (packed, bool) {
+func (t *table) get(k uint64) (packed, fromDelta, bool) {
 	if k == 0 || t.n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	if i, ok := t.find(k); ok {
-		return t.vals[i], true
+		return t.vals[i], t.froms[i], true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
-func (t *table) put(k uint64, p packed) {
+func (t *table) put(k uint64, p packed, fd fromDelta) {
 	if (t.n+1)*20 > len(t.keys)*17 {
 		t.grow()
 	}
@@ -201,17 +218,17 @@ func (t *table) put(k uint64, p packed) {
 		t.keys[i] = k
 		t.n++
 	}
-	t.vals[i] = p
+	t.vals[i], t.froms[i] = p, fd
 }
 
 func (t *table) grow() {
-	old, oldv, free := t.keys, t.vals, t.free
+	old, oldv, oldf, free := t.keys, t.vals, t.froms, t.free
 	size := max(16, len(old)+len(old)/4)
-	t.keys, t.vals, t.free = newSlots(size)
+	t.keys, t.vals, t.froms, t.free = newSlots(size)
 	for j, k := range old {
 		if k != 0 {
 			i, _ := t.find(k)
-			t.keys[i], t.vals[i] = k, oldv[j]
+			t.keys[i], t.vals[i], t.froms[i] = k, oldv[j], oldf[j]
 		}
 	}
 	if free != nil {
@@ -242,10 +259,10 @@ func (t *table) del(k uint64) {
 		// cyclically in (i, j].
 		h := t.home(t.keys[j])
 		if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
-			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			t.keys[i], t.vals[i], t.froms[i] = t.keys[j], t.vals[j], t.froms[j]
 			i = j
 		}
 	}
-	t.keys[i], t.vals[i] = 0, 0
+	t.keys[i], t.vals[i], t.froms[i] = 0, 0, 0
 	t.n--
 }

@@ -29,17 +29,31 @@ const (
 )
 
 // record is what the store remembers of one visitor: the ticket it counted
-// last (its counted-at time in ms), the cell it counted it in, and until
-// when to remember it.
+// last (its counted-at time in ms), the cell it counted it in, until when
+// to remember it, and the ticket it was counted from.
 type record struct {
 	at       int64 // ms
 	cell     int64 // expiry second; 0: none
 	keep     int64 // unix second
 	admitted bool
+	from     int64 // ms; 0: none
 }
 
 func (rc record) public() usher.Record {
-	return usher.Record{At: time.UnixMilli(rc.at).UTC(), Cell: rc.cell, Admitted: rc.admitted}
+	r := usher.Record{At: time.UnixMilli(rc.at).UTC(), Cell: rc.cell, Admitted: rc.admitted}
+	if rc.from != 0 {
+		r.From = time.UnixMilli(rc.from).UTC()
+	}
+	return r
+}
+
+// takesOver reports whether op's ticket, older than the visitor's record
+// rc, takes the record over: a waiting record counted from that very
+// ticket, no later and in no later cell than op allows
+// (usher.AdmitOp.TakeOver).
+func takesOver(op *usher.AdmitOp, rc record, from int64) bool {
+	return !op.TakeOver.IsZero() && !rc.admitted && from != 0 && from == rc.from &&
+		rc.at <= op.TakeOver.UnixMilli() && (op.TakeOverCell == 0 || rc.cell <= op.TakeOverCell)
 }
 
 // room is one room's counters and records. It is not safe for concurrent
@@ -255,7 +269,8 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	r.expire(now)
 	from := atMilli(op.From.At)
 	rc, known := r.lookup(op.Visitor, now)
-	if known && (from < rc.at || rc.admitted) {
+	tookOver := known && from < rc.at && takesOver(op, rc, from)
+	if known && (from < rc.at || rc.admitted) && !tookOver {
 		// A ticket older than the one counted last, or any waiting ticket
 		// of a visitor the store admitted: a replay.
 		return usher.AdmitResult{
@@ -279,7 +294,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 		}
 		r.addWaiting(op.From.Exp, from, -1)
 	}
-	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0)}
+	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0), TookOver: tookOver}
 	st := r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
 	newcomer := op.From.At.IsZero() && !known
 	if newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0 {
@@ -316,7 +331,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			cell = op.ActiveExp
 		}
 		r.addAdmitted(now, 1)
-		r.remember(op.Visitor, record{at: counted, cell: cell, keep: max(op.Keep, cell), admitted: true}, now)
+		r.remember(op.Visitor, record{at: counted, cell: cell, keep: max(op.Keep, cell), admitted: true, from: from}, now)
 	default:
 		cell, bucket := int64(0), op.Bucket
 		if res.OverClient {
@@ -329,7 +344,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 		if !newcomer {
 			// A visitor is remembered from its first check-in: a visitor
 			// that never comes back costs no record.
-			r.remember(op.Visitor, record{at: counted, cell: cell, keep: op.Keep}, now)
+			r.remember(op.Visitor, record{at: counted, cell: cell, keep: op.Keep, from: from}, now)
 		}
 	}
 	if rc, ok := r.lookup(op.Visitor, now); ok {
@@ -379,7 +394,7 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 		r.addActive(op.To, 1)
 		cell = op.To
 	}
-	next := record{at: atMilli(op.Counted), cell: cell, keep: max(op.Keep, cell), admitted: true}
+	next := record{at: atMilli(op.Counted), cell: cell, keep: max(op.Keep, cell), admitted: true, from: from}
 	r.remember(op.Visitor, next, now)
 	return usher.RenewResult{Record: next.public()}
 }

@@ -17,7 +17,8 @@ import (
 // store with the same random visitors and requires the same answers:
 // arrivals, check-ins, abandonment, renewals in batches, queue_all and
 // passthrough, fifo and random, places in line far before and after the
-// anchor, idle spells long enough to forget it.
+// anchor, idle spells long enough to forget it, answers lost after the
+// store applied them and the takeovers that follow.
 func TestSameAsLocal(t *testing.T) {
 	srv := redistest.StartServer(t)
 	for seed := range uint64(4) {
@@ -58,6 +59,7 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 	now := storetest.T0
 	var vs []*visitor
 	var next uint64
+	tookOver := 0
 	counted := func(v *visitor) time.Time {
 		c := now.Truncate(time.Millisecond)
 		if !c.After(v.cell.At) && !v.cell.At.IsZero() {
@@ -168,12 +170,25 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 			o.From = v.old[rng.IntN(len(v.old))] // a replayed copy
 		}
 		o.Counted = counted(v)
+		if rng.IntN(3) == 0 {
+			// A record counted at least a millisecond before the op may be
+			// taken over (so that the takeover's ticket is always newer).
+			o.TakeOver = now.Add(-time.Millisecond - time.Duration(rng.IntN(4000))*time.Millisecond)
+		}
 		want := mustAdmit(t, ref, room, o)
 		got := mustAdmit(t, rs, room, o)
 		if got != want {
 			t.Fatalf("step %d at +%v: redis %+v, local %+v (op %+v)", step, now.Sub(storetest.T0), got, want, o)
 		}
+		if got.TookOver {
+			tookOver++
+		}
 		if got.Replay || (got.OverClient && o.Client.Refuse) {
+			continue
+		}
+		if !v.cell.At.IsZero() && rng.IntN(12) == 0 {
+			// The answer is lost: the visitor keeps the ticket it had.
+			v.old = append(v.old, usher.Cell{Exp: o.WaitExp, At: o.Counted})
 			continue
 		}
 		if got.OverClient {
@@ -204,5 +219,9 @@ func compare(t *testing.T, rng *rand.Rand, ref, rs usher.Store, random bool) {
 				t.Fatalf("step %d: Peek redis %d %+v, %v; local %d %+v", step, ga, gst, err, wa, wst)
 			}
 		}
+	}
+	t.Logf("%d takeovers", tookOver)
+	if tookOver == 0 {
+		t.Fatal("no op took a record over: the test must exercise takeovers")
 	}
 }

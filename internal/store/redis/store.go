@@ -161,16 +161,16 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep),
 		itoa(op.FromBucket), itoa(op.DrawBefore))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
-		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back))
+		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
 	} else {
-		args = append(args, "0", "0", "0")
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [13]int64
+	var v [15]int64
 	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
@@ -179,7 +179,8 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		Admitted:   v[0] == 1,
 		Ahead:      v[1],
 		Replay:     v[8] == 1,
-		Record:     record(v[9], v[10], v[11]),
+		TookOver:   v[14] == 1,
+		Record:     record(v[9], v[10], v[11], v[13]),
 		OverClient: v[12] == 1,
 		RoomStats: usher.RoomStats{
 			Active:             v[2],
@@ -190,12 +191,17 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	}, nil
 }
 
-// record makes a usher.Record of a script's answer (zero at: none).
-func record(at, cell, admitted int64) usher.Record {
+// record makes a usher.Record of a script's answer (zero at: none; zero
+// from: none).
+func record(at, cell, admitted, from int64) usher.Record {
 	if at == 0 {
 		return usher.Record{}
 	}
-	return usher.Record{At: time.UnixMilli(at).UTC(), Cell: cell, Admitted: admitted == 1}
+	r := usher.Record{At: time.UnixMilli(at).UTC(), Cell: cell, Admitted: admitted == 1}
+	if from != 0 {
+		r.From = time.UnixMilli(from).UTC()
+	}
+	return r
 }
 
 // Renew implements usher.Store with one script call.
@@ -206,12 +212,12 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [6]int64
+	var v [7]int64
 	if err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.RenewResult{}, err
 	}
 	s.remember(room, op.Now, v[0], v[1])
-	return usher.RenewResult{Replay: v[2] == 1, Record: record(v[3], v[4], v[5])}, nil
+	return usher.RenewResult{Replay: v[2] == 1, Record: record(v[3], v[4], v[5], v[6])}, nil
 }
 
 // Peek implements usher.Store with one script call; a room Redis does not

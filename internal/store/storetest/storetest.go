@@ -37,6 +37,9 @@ func Run(t *testing.T, open Opener) {
 		{"TicketAdmittedOnce", testAdmittedOnce},
 		{"ParallelReplaysAdmitOnce", testParallelReplays},
 		{"RenewReplayChangesNothing", testRenewReplay},
+		{"TakeOverAnAnswerLost", testTakeOver},
+		{"TakeOverNeverAnAdmission", testTakeOverAdmitted},
+		{"ParallelTakeOversCountOnce", testParallelTakeOvers},
 		{"RenewFromUnknownCellNeverUndercounts", testRenewUnknownCell},
 		{"LeaveFreesTheSlot", testLeave},
 		{"CountsNeverNegative", testCountsNeverNegative},
@@ -524,6 +527,142 @@ func testRenewReplay(t *testing.T, s usher.Store) {
 	}
 	if st := mustStats(t, s, "r", T0.Add(31*time.Second)); st.Active != 1 {
 		t.Fatalf("active at +31s = %d, want 1", st.Active)
+	}
+}
+
+// testTakeOver: a check-in applied whose answer was lost leaves the
+// visitor with the ticket the record was counted from. That ticket is a
+// replay until the op's TakeOver reaches the record's count; then it takes
+// the record over, moving the visitor's one count. No other older ticket
+// ever takes it over, and once the visitor moves on from the ticket the
+// takeover made, the ticket it took over from is a replay again.
+func testTakeOver(t *testing.T, s usher.Store) {
+	mustAdmit(t, s, "r", op(T0, 1, 100)) // the room is full
+	w := op(T0.Add(time.Second), 1, 100)
+	mustAdmit(t, s, "r", w)
+	lost := checkIn(w, T0.Add(3*time.Second)) // applied; its answer never arrives
+	if res := mustAdmit(t, s, "r", lost); res.Replay || res.TookOver || !res.Record.From.Equal(w.Counted) {
+		t.Fatalf("the lost check-in: %+v, want a record counted from the arrival's ticket", res)
+	}
+	// Too soon: the record was counted after TakeOver.
+	early := checkIn(w, T0.Add(4*time.Second))
+	early.TakeOver = lost.Counted.Add(-time.Millisecond)
+	res := mustAdmit(t, s, "r", early)
+	if !res.Replay || res.TookOver || res.Waiting != 1 {
+		t.Fatalf("a takeover before it is allowed: %+v, want a replay", res)
+	}
+	if !res.Record.At.Equal(lost.Counted) || !res.Record.From.Equal(w.Counted) || res.Record.Admitted {
+		t.Fatalf("the replay's record %+v, want at %v from %v", res.Record, lost.Counted, w.Counted)
+	}
+	// Without TakeOver, never.
+	if res := mustAdmit(t, s, "r", checkIn(w, T0.Add(5*time.Second))); !res.Replay || res.TookOver {
+		t.Fatalf("an op without TakeOver: %+v, want a replay", res)
+	}
+	over := checkIn(w, T0.Add(5*time.Second))
+	over.TakeOver = lost.Counted
+	res = mustAdmit(t, s, "r", over)
+	if res.Replay || !res.TookOver || res.Admitted || res.Waiting != 1 || res.Ahead != 0 {
+		t.Fatalf("the takeover: %+v, want the visitor counted once, still waiting", res)
+	}
+	if !res.Record.At.Equal(over.Counted) || !res.Record.From.Equal(w.Counted) {
+		t.Fatalf("the takeover's record %+v, want at %v from %v", res.Record, over.Counted, w.Counted)
+	}
+	// The lost ticket, were it presented after all, is behind: a replay,
+	// however late TakeOver allows.
+	held := checkIn(lost, T0.Add(8*time.Second))
+	held.TakeOver = T0.Add(time.Hour)
+	if res := mustAdmit(t, s, "r", held); !res.Replay || res.TookOver || res.Waiting != 1 {
+		t.Fatalf("the lost ticket after the takeover: %+v, want a replay", res)
+	}
+	// The takeover's ticket goes on as usual; then the arrival's ticket
+	// no longer takes anything over.
+	next := checkIn(over, T0.Add(8*time.Second))
+	if res := mustAdmit(t, s, "r", next); res.Replay || res.TookOver || !res.Record.From.Equal(over.Counted) || res.Waiting != 1 {
+		t.Fatalf("the check-in after the takeover: %+v", res)
+	}
+	again := checkIn(w, T0.Add(9*time.Second))
+	again.TakeOver = T0.Add(time.Hour)
+	if res := mustAdmit(t, s, "r", again); !res.Replay || res.TookOver || res.Waiting != 1 {
+		t.Fatalf("the arrival's ticket after the visitor moved on: %+v, want a replay", res)
+	}
+	// The one count expires with the last cell it was moved to.
+	if st := mustStats(t, s, "r", T0.Add(12*time.Second)); st.Waiting != 1 {
+		t.Fatalf("waiting %d before the last cell expired, want 1", st.Waiting)
+	}
+	if st := mustStats(t, s, "r", T0.Add(13*time.Second)); st.Waiting != 0 {
+		t.Fatalf("waiting %d after the last cell expired, want 0", st.Waiting)
+	}
+}
+
+// testTakeOverAdmitted: an admission whose answer was lost is never taken
+// over: the ticket it was counted from is a replay and the record says
+// so (the engine hands it the counted session); nothing is counted twice.
+func testTakeOverAdmitted(t *testing.T, s usher.Store) {
+	w := op(T0, 1, 100)
+	w.NoAdmit = true
+	mustAdmit(t, s, "r", w)
+	lost := checkIn(w, T0.Add(2*time.Second))
+	lost.NoAdmit = false
+	if res := mustAdmit(t, s, "r", lost); !res.Admitted || !res.Record.From.Equal(w.Counted) {
+		t.Fatalf("the lost admission: %+v", res)
+	}
+	for i := range 3 {
+		c := checkIn(w, T0.Add(time.Duration(10+i)*time.Second))
+		c.TakeOver = T0.Add(time.Hour)
+		res := mustAdmit(t, s, "r", c)
+		if !res.Replay || res.TookOver || !res.Admitted || !res.Record.Admitted ||
+			!res.Record.At.Equal(lost.Counted) || !res.Record.From.Equal(w.Counted) || res.Record.Cell != lost.ActiveExp {
+			t.Fatalf("presentation %d of the ticket the admission was counted from: %+v", i, res)
+		}
+		if res.Active != 1 || res.AdmittedLastMinute != 1 || res.Waiting != 0 {
+			t.Fatalf("presentation %d: counts %+v, want the one admission", i, res.RoomStats)
+		}
+	}
+	// A renewal's record is counted from the admitted ticket.
+	r := mustRenew(t, s, "r", renew(w.Visitor, lost.ActiveExp, lost.Counted, T0.Add(15*time.Second), T0.Unix()+45))
+	if r.Replay || !r.Record.From.Equal(lost.Counted) {
+		t.Fatalf("renewal: %+v, want a record counted from the admitted ticket", r)
+	}
+	c := checkIn(w, T0.Add(16*time.Second))
+	c.TakeOver = T0.Add(time.Hour)
+	if res := mustAdmit(t, s, "r", c); !res.Replay || res.Record.From.Equal(w.Counted) {
+		t.Fatalf("the waiting ticket after a renewal: %+v, want a replay of a record not counted from it", res)
+	}
+}
+
+// testParallelTakeOvers: copies of the ticket a lost answer left behind,
+// presented at once from many callers, take the record over once.
+func testParallelTakeOvers(t *testing.T, s usher.Store) {
+	mustAdmit(t, s, "r", op(T0, 1, 100)) // the room is full
+	w := op(T0.Add(time.Second), 1, 100)
+	mustAdmit(t, s, "r", w)
+	lost := checkIn(w, T0.Add(3*time.Second))
+	mustAdmit(t, s, "r", lost)
+	var took atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			c := checkIn(w, T0.Add(6*time.Second))
+			c.Counted = c.Counted.Add(time.Duration(i) * time.Millisecond)
+			c.TakeOver = lost.Counted
+			res, err := s.Admit(context.Background(), "r", c)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.TookOver {
+				took.Add(1)
+			} else if !res.Replay {
+				t.Errorf("copy %d neither took over nor was a replay: %+v", i, res)
+			}
+		})
+	}
+	wg.Wait()
+	if got := took.Load(); got != 1 {
+		t.Fatalf("50 parallel copies: %d takeovers, want 1", got)
+	}
+	if st := mustStats(t, s, "r", T0.Add(6*time.Second)); st.Waiting != 1 {
+		t.Fatalf("waiting %d, want the one visitor", st.Waiting)
 	}
 }
 

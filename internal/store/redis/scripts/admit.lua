@@ -5,11 +5,14 @@
 -- hold after a loss (ms), no admit (0/1), force (0/1), random (0/1), draw
 -- (in [0, 1)), joining (0/1), counted (ms), keep (unix s), from bucket
 -- (0: bucket), draw before (0: every bucket draws), client limit per
--- minute (0: none), refuse (0/1), back bucket, then the client's Depth
--- sketch cells.
+-- minute (0: none), refuse (0/1), back bucket, take over (ms: a waiting
+-- record counted from the ticket presented at or before it is taken over;
+-- 0: never), take over cell (the record's cell expires at or before it;
+-- 0: any), then the client's Depth sketch cells.
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
--- born, rec, replay, record at, record cell, record admitted, over}.
+-- born, rec, replay, record at, record cell, record admitted, over,
+-- record from, took over}.
 local V, C0, C1 = KEYS[6], KEYS[7], KEYS[8]
 local bucket, fromExp, fromAt = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local waitExp, activeExp = tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -19,7 +22,8 @@ local random, draw = ARGV[16] == '1', tonumber(ARGV[17])
 local joining, counted, keep = ARGV[18] == '1', tonumber(ARGV[19]), tonumber(ARGV[20])
 local fromBucket, drawBefore = tonumber(ARGV[21]), tonumber(ARGV[22])
 local clientMax, refuse, back = tonumber(ARGV[23]), ARGV[24] == '1', tonumber(ARGV[25])
-local CELLS = 26 -- the first sketch cell's ARGV
+local takeOver, takeOverCell = tonumber(ARGV[26]), tonumber(ARGV[27])
+local CELLS = 28 -- the first sketch cell's ARGV
 if fromBucket == 0 then
   fromBucket = bucket
 end
@@ -41,13 +45,13 @@ local function slots()
   return math.max(0, math.min(act, rate))
 end
 
-local function result(admitted, ahead, replay, rc, over)
-  local at, c, adm = 0, 0, 0
+local function result(admitted, ahead, replay, rc, over, took)
+  local at, c, adm, from = 0, 0, 0, 0
   if rc then
-    at, c, adm = rc.at, rc.cell, rc.admitted and 1 or 0
+    at, c, adm, from = rc.at, rc.cell, rc.admitted and 1 or 0, rc.from or 0
   end
   return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn),
-    slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0}
+    slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0}
 end
 
 -- take counts one new ticket for the client unless its sliding-minute
@@ -91,12 +95,16 @@ local function take()
 end
 
 local rc = record(V, now)
-if rc and (fromAt < rc.at or rc.admitted) then
+-- The ticket a waiting record was counted from, whose answer was lost,
+-- takes the record over once the op allows it.
+local took = rc and fromAt < rc.at and takeOver > 0 and not rc.admitted and fromAt > 0 and
+  fromAt == rc.from and rc.at <= takeOver and (takeOverCell == 0 or rc.cell <= takeOverCell)
+if rc and (fromAt < rc.at or rc.admitted) and not took then
   -- A ticket older than the one counted last, or any waiting ticket of a
   -- visitor the room admitted: a replay. Nothing changes.
   local ahead = math.max(0, before(m, bucket))
   finish(m)
-  return result(rc.admitted, ahead, true, rc, false)
+  return result(rc.admitted, ahead, true, rc, false, false)
 end
 
 local delta = {}
@@ -151,7 +159,7 @@ elseif admitted then
   end
   redis.call('HINCRBY', R, now, 1)
   m.rn = m.rn + 1
-  next = {at = counted, cell = c, admitted = true}
+  next = {at = counted, cell = c, admitted = true, from = fromAt}
   remember(V, next, math.max(keep, c), rc, now)
 else
   local b, c = bucket, 0
@@ -169,7 +177,7 @@ else
   if not newcomer then
     -- Remembered from its first check-in on: a visitor that never comes
     -- back costs no record.
-    next = {at = counted, cell = c, admitted = false}
+    next = {at = counted, cell = c, admitted = false, from = fromAt}
     remember(V, next, keep, rc, now)
   end
   if over then
@@ -181,4 +189,4 @@ end
 counts(m, delta)
 finish(m)
 
-return result(admitted, ahead, false, next, over)
+return result(admitted, ahead, false, next, over, took)

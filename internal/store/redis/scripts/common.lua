@@ -13,8 +13,10 @@
 --   6 visitor   string (admit, renew): the record of the ticket the room
 --               counted last for one visitor, packed: counted-at (ms, a
 --               double), cell and keep (unix seconds, uint32), admitted
---               (byte); the key expires when no ticket of the visitor can
---               be presented any more
+--               (byte), and the counted-at of the ticket it was counted
+--               from (ms, a double; 0: none; absent in 17-byte records
+--               written before); the key expires when no ticket of the
+--               visitor can be presented any more
 --   7, 8        hashes (admit): the per-client sketch of the even and the
 --               odd minutes, "_m" -> the minute held, "row:cell" -> count
 -- Keys 2-5 hold a marker field "_" so that they exist while the room does:

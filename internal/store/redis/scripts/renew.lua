@@ -4,7 +4,8 @@
 -- visitor out), counted (ms), keep (unix s), end (0/1: end the session
 -- whatever ticket, a revocation).
 --
--- Returns {born, rec, replay, record at, record cell, record admitted}.
+-- Returns {born, rec, replay, record at, record cell, record admitted,
+-- record from}.
 local V = KEYS[6]
 local fromExp, fromAt, to = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local counted, keep = tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -24,11 +25,11 @@ if ending then
   end
   remember(V, {at = counted, cell = 0, admitted = true}, keep, rc, now)
   finish(m)
-  return {m.born, m.rec or 0, 0, counted, 0, 1}
+  return {m.born, m.rec or 0, 0, counted, 0, 1, 0}
 end
 if rc and fromAt < rc.at then
   finish(m)
-  return {m.born, m.rec or 0, 1, rc.at, rc.cell, rc.admitted and 1 or 0}
+  return {m.born, m.rec or 0, 1, rc.at, rc.cell, rc.admitted and 1 or 0, rc.from or 0}
 end
 if rc then
   -- The room's record says where the visitor is counted (a waiting
@@ -46,7 +47,7 @@ if to > now then
   m.hi = math.max(m.hi, to)
   c = to
 end
-remember(V, {at = counted, cell = c, admitted = true}, math.max(keep, c), rc, now)
+remember(V, {at = counted, cell = c, admitted = true, from = fromAt}, math.max(keep, c), rc, now)
 finish(m)
 
-return {m.born, m.rec or 0, 0, counted, c, 1}
+return {m.born, m.rec or 0, 0, counted, c, 1, fromAt}

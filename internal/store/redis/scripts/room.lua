@@ -331,14 +331,20 @@ local function record(v, now)
   if not s then
     return nil
   end
-  if #s ~= 17 then
+  local at, c, keep, adm, from
+  if #s == 25 then
+    at, c, keep, adm, from = struct.unpack('>dI4I4Bd', s)
+  elseif #s == 17 then
+    -- Written before records kept the ticket they were counted from.
+    at, c, keep, adm = struct.unpack('>dI4I4B', s)
+    from = 0
+  else
     return nil
   end
-  local at, c, keep, adm = struct.unpack('>dI4I4B', s)
   if keep <= now then
     return nil
   end
-  return {at = at, cell = c, admitted = adm == 1, keep = keep}
+  return {at = at, cell = c, admitted = adm == 1, keep = keep, from = from}
 end
 
 -- remember sets the visitor's record, kept until the unix second keep (on
@@ -352,7 +358,7 @@ local function remember(v, rc, keep, old, now)
     redis.call('DEL', v)
     return
   end
-  redis.call('SET', v, struct.pack('>dI4I4B', rc.at, rc.cell, keep, rc.admitted and 1 or 0),
+  redis.call('SET', v, struct.pack('>dI4I4Bd', rc.at, rc.cell, keep, rc.admitted and 1 or 0, rc.from or 0),
     'PX', (keep - now) * 1000 + 1000)
 end
 
