@@ -66,6 +66,7 @@ type benchFlags struct {
 
 	// autopilot
 	apCase     string
+	apAtOnce   bool
 	originSpec string
 	horizon    time.Duration
 	origin     bench.OriginModel
@@ -122,7 +123,7 @@ var benchScenarioFlags = map[string][]string{
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference"},
 	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
-		"case", "origin", "horizon"},
+		"case", "origin", "horizon", "sides-at-once"},
 }
 
 // The bounds a room's config puts on its settings (internal/config), which
@@ -168,6 +169,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
 	fs.BoolVar(&f.reference, "reference", false, "standing-room: a static server in usher's place, giving the same intervals: what the machine and the generator cost alone")
 	fs.StringVar(&f.apCase, "case", "high", "autopilot: the room's limits 3x too high or too low for the origin: high, low or both")
+	fs.BoolVar(&f.apAtOnce, "sides-at-once", false, "autopilot: run a case's two sides (fixed limits, autopilot) at once, each under the other's load, in half the time")
 	fs.StringVar(&f.originSpec, "origin", autopilotOrigin, "autopilot: the origin in this process: WORKERS,SERVICE,TIMEOUT (a request that waits TIMEOUT for a worker gets 504)")
 	fs.DurationVar(&f.horizon, "horizon", autopilotHorizon, "autopilot: stop each run this long after its start, whoever is still there")
 	if err := parse(fs, args); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -22,21 +24,26 @@ import (
 
 // The autopilot scenario's defaults, used where its flags are not set:
 // an origin of 10 workers at 160-240 ms a request (50 requests a second)
-// that fails a request after 1 s without a worker, and 300 visitors in
-// 10 s who browse 40-80 s with a request about every 2 s.
+// that fails a request after 1 s without a worker, and 200 visitors in
+// 10 s who browse 20-40 s with a request about every 2 s: the origin
+// sustains about 88 of them at once, 176 a minute, so a line of 200
+// drains within the 3 minutes of a run at the pace the origin sustains,
+// and not at a third of it.
 const (
 	autopilotOrigin   = "10,160ms-240ms,1s"
-	autopilotArrivals = "flash:300@10s"
-	autopilotBrowse   = "40s-80s"
+	autopilotArrivals = "flash:200@10s"
+	autopilotBrowse   = "20s-40s"
 	autopilotEvery    = "exp:2s"
-	autopilotHorizon  = 150 * time.Second
+	autopilotHorizon  = 3 * time.Minute
 	// autopilotLoad is the share of the origin's capacity the limits are
 	// sized to sustain.
 	autopilotLoad = 0.8
-	// autopilotBaselineN is how many requests measure the healthy
-	// baseline, autopilotBaselineConc of them at once.
-	autopilotBaselineN    = 120
-	autopilotBaselineConc = 4
+	// autopilotControlEvery is the pace of the requests that load the
+	// control origin whose p99 is the healthy one (10 a second, a fifth
+	// of its capacity), sent on time whether the ones before have been
+	// answered or not; autopilotControlMax bounds those in flight.
+	autopilotControlEvery = 100 * time.Millisecond
+	autopilotControlMax   = 200
 )
 
 // The cases: the room's limits 3x above and 3x below what the origin
@@ -100,12 +107,20 @@ func (m *Main) benchAutopilot(ctx context.Context, f *benchFlags) (*AutopilotBen
 		}
 		c.Limits.SessionDuration, c.Limits.RefreshInterval = minSession, f.refresh
 		c.Autopilot = block
-		for _, auto := range []bool{false, true} {
-			side, err := m.benchAutopilotSide(ctx, f, c, auto)
-			if err != nil {
-				return nil, err
+		c.Sides = make([]CompareSide, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, auto := range []bool{false, true} {
+			if !f.apAtOnce {
+				c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, true)
+				continue
 			}
-			c.Sides = append(c.Sides, side)
+			// At once: no progress lines (two would interleave).
+			wg.Go(func() { c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, false) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
 		if f.plot != "" {
 			if err := writeAutopilotPlot(casePlot(f.plot, name), c, res); err != nil {
@@ -141,10 +156,13 @@ func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchRe
 	return out.Close()
 }
 
-// benchAutopilotSide runs one side of a case: a fresh origin, its healthy
-// baseline measured at low load, then usher in this process in front of
-// another fresh origin, loaded by the arrivals.
-func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto bool) (CompareSide, error) {
+// benchAutopilotSide runs one side of a case: usher in this process in
+// front of a fresh origin, loaded by the arrivals, and meanwhile a control
+// origin of the same model at low load (a request every
+// autopilotControlEvery), whose p99 over the same time is the healthy one:
+// the machine's own latency (a shared box, its cores busy with other work)
+// weighs on both alike.
+func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto, progress bool) (CompareSide, error) {
 	name := "fixed limits"
 	if auto {
 		name = "autopilot"
@@ -162,9 +180,10 @@ func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c Autopilo
 		wg.Go(func() { _ = server.Serve(ctx, ln, h, quiet) })
 		return "http://" + ln.Addr().String(), nil
 	}
-	healthy, err := autopilotBaseline(ctx, f, serve)
+	control := bench.NewLiveOrigin(f.origin, f.seed+1)
+	controlURL, err := serve(control)
 	if err != nil {
-		return CompareSide{}, fmt.Errorf("%s: healthy baseline: %w", name, err)
+		return CompareSide{}, err
 	}
 	origin := bench.NewLiveOrigin(f.origin, f.seed)
 	originURL, err := serve(origin)
@@ -240,7 +259,14 @@ rooms:
 			}
 		}
 	}()
-	line := m.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
+	cctx, stopControl := context.WithCancel(ctx)
+	controlDone := make(chan error, 1)
+	go func() { controlDone <- autopilotControl(cctx, controlURL) }()
+	pm := &Main{Stderr: io.Discard}
+	if progress {
+		pm = m
+	}
+	line := pm.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   "http://" + at.pub + "/",
 		Arrivals: f.arr,
@@ -253,15 +279,23 @@ rooms:
 	line.Done()
 	stopSampling()
 	<-sampled
+	stopControl()
+	if cerr := <-controlDone; err == nil && cerr != nil {
+		err = fmt.Errorf("control origin: %w", cerr)
+	}
 	if err != nil {
 		return CompareSide{}, err
+	}
+	healthy := control.Percentile(99)
+	if healthy <= 0 {
+		return CompareSide{}, errors.New("control origin: no answer")
 	}
 	o := origin.Stats(healthy)
 	o.Changes = changes
 	r := bench.Report(tl, c.Limits)
 	s := CompareSide{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
 		ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
-		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted,
+		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted, Visitors: r.Visitors,
 		Changes: o.Changes, Seconds: o.Seconds, origin: o}
 	if o.HealthyP99Ms > 0 {
 		s.P99Ratio = o.P99Ms / o.HealthyP99Ms
@@ -269,45 +303,54 @@ rooms:
 	return s, nil
 }
 
-// autopilotBaseline measures the p99 latency of a fresh origin at low
-// load: autopilotBaselineN requests, autopilotBaselineConc at once (well
-// below its workers).
-func autopilotBaseline(ctx context.Context, f *benchFlags, serve func(http.Handler) (string, error)) (time.Duration, error) {
-	o := bench.NewLiveOrigin(f.origin, f.seed+1)
-	u, err := serve(o)
-	if err != nil {
-		return 0, err
-	}
+// autopilotControl loads the control origin at u with a request every
+// autopilotControlEvery until ctx ends, each sent on time whether the
+// ones before were answered or not (open loop, like the visitors): a
+// client that waited for each answer would send nothing while the machine
+// stalls, and count a stall once where the visitors' requests count it
+// once for each request that arrives during it.
+func autopilotControl(ctx context.Context, u string) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	conc := min(autopilotBaselineConc, max(1, f.origin.Workers/2))
 	var wg sync.WaitGroup
-	errs := make(chan error, conc)
-	for w := range conc {
-		wg.Go(func() {
-			for i := w; i < autopilotBaselineN; i += conc {
-				req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
-				req.Header.Set(bench.HeaderVisitor, "baseline")
-				resp, err := client.Do(req)
-				if err != nil {
-					errs <- err
-					return
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					errs <- fmt.Errorf("origin answered %d at low load", resp.StatusCode)
-					return
-				}
+	defer wg.Wait()
+	slots := make(chan struct{}, autopilotControlMax)
+	var failed atomic.Pointer[error]
+	tick := time.NewTicker(autopilotControlEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			if e := failed.Load(); e != nil {
+				return *e
 			}
+			return nil
+		case <-tick.C:
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			continue // as many in flight as allowed: this one is skipped
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			req, _ := http.NewRequestWithContext(ctx, "GET", u+"/", nil)
+			req.Header.Set(bench.HeaderVisitor, "control")
+			// The origin records each answer, a 504 of a machine
+			// stalled for over a second included; only a request that
+			// could not be sent at all is the bench's failure.
+			resp, err := client.Do(req)
+			if err != nil {
+				if ctx.Err() == nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		})
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, err
-	}
-	return o.Percentile(99), nil
 }
 
 // benchRoomStatus is the part of a room's status JSON the bench reads.
@@ -352,7 +395,7 @@ func writeAutopilotSummary(w io.Writer, r *AutopilotBenchResult) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\torigin p50\torigin p99\thealthy p99\tvs healthy\terrors\tthroughput\tqueue peak\tdrained at\twait p50\twait p90\tchanges")
 		for _, s := range c.Sides {
-			drained := "not drained"
+			drained := fmt.Sprintf("not drained (%d of %d let in)", s.Admitted, s.Visitors)
 			if s.Drained {
 				drained = bench.Human(time.Duration(s.DrainedS * float64(time.Second)))
 			}

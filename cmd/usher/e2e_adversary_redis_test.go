@@ -231,8 +231,11 @@ loop:
 // with a per-client limit on), is admitted uncounted; two seconds later
 // each comes back with its admitted cookie, when its session (10 s) is due
 // for renewal. The node's resident memory (VmRSS) is read after a warm-up
-// of 30,000 visitors (more than the fixed-size caches hold, such as the
-// admission tokens' 10,000, and enough for the heap to settle) and after
+// of 50,000 visitors in two floods (more than the fixed-size caches hold,
+// such as the admission tokens' 10,000, and enough for the heap to settle:
+// after one flood of 30,000, a loaded machine, the whole suite running,
+// still saw 5.3 MB of settling in the next flood and 0.6 MB in the one
+// after) and after
 // two more floods of 20,000. Asserted: the fail mode engaged, and the two
 // floods grow the memory by less than 5 MB (a record per visitor, such as
 // the renewals the engine kept until Redis was back before the fix, grew
@@ -307,6 +310,7 @@ func TestE2EAdversaryFailOpenFloodMemory(t *testing.T) {
 		next += count
 	}
 	flood(30000)
+	flood(20000)
 	rss0 := rssKB(t, n.pid())
 	start := time.Now()
 	flood(20000)
@@ -319,7 +323,7 @@ func TestE2EAdversaryFailOpenFloodMemory(t *testing.T) {
 	if errs > 0 {
 		t.Errorf("%d requests of the flood failed", errs)
 	}
-	if failMode < 40000 || admitted != 70000 || renewed != 70000 {
+	if failMode < 40000 || admitted != 90000 || renewed != 90000 {
 		t.Errorf("%.0f fail-mode decisions, %d visitors admitted, %d back in: the flood did not run on the fail mode", failMode, admitted, renewed)
 	}
 	if rss2-rss0 > 5<<10 {

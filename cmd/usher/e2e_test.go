@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -54,6 +55,19 @@ func usherBinary(t *testing.T) string {
 // freeAddr returns a loopback address with a port nobody listens on now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	// A port below the kernel's ephemeral range (32768 and up on Linux):
+	// a port that ":0" gave and this function let go is one the kernel
+	// hands out again, to the next outgoing connection of any test, before
+	// the usher it was meant for binds it ("address already in use").
+	for range 64 {
+		port := 10000 + rand.IntN(22000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return ln.Addr().String()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

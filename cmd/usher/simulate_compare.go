@@ -74,8 +74,10 @@ type CompareSide struct {
 	WaitP50S       float64 `json:"wait_p50_s"`
 	WaitP90S       float64 `json:"wait_p90_s"`
 	Admitted       int     `json:"admitted"`
-	Changes        int     `json:"autopilot_changes"`
-	// Seconds is the run second by second (usher bench only).
+	// Visitors is the run's visitors (usher bench only).
+	Visitors int `json:"visitors,omitempty"`
+	Changes  int `json:"autopilot_changes"`
+	// Seconds is the run second by second.
 	Seconds []bench.OriginSecond `json:"seconds,omitempty"`
 	origin  *bench.OriginStats
 }
@@ -126,7 +128,7 @@ func (m *Main) simulateCompare(ctx context.Context, c compareRun) error {
 		s := CompareSide{Name: side.name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
 			ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
 			DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted,
-			Changes: o.Changes, origin: o}
+			Changes: o.Changes, Seconds: o.Seconds, origin: o}
 		if o.HealthyP99Ms > 0 {
 			s.P99Ratio = o.P99Ms / o.HealthyP99Ms
 		}

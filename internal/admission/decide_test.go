@@ -260,15 +260,16 @@ func newRand(seed uint64) func() uint64 { return rand.New(rand.NewPCG(seed, 2)).
 
 func TestNearTheFrontChecksInSooner(t *testing.T) {
 	e := newEngine(t)
-	room := simRoom() // 2 s refresh, 15 s sessions
+	room := simRoom()
 	room.TotalActiveUsers = 10
 	room.RefreshInterval = 10 * time.Second
+	room.SessionDuration = time.Minute
 	for range 10 {
 		decide(t, e, &room, nil, t0)
 	}
-	// 10 admissions in the last minute: about 1.7 go in per 10 s refresh
-	// interval. The first two in line check in every 5 s, the rest every
-	// 10 s.
+	// 10 admissions in the last minute, sessions of a minute: about 1.7 go
+	// in per 10 s refresh interval, and no session ends within the next
+	// one. The first two in line check in every 5 s, the rest every 10 s.
 	for i := range 6 {
 		d := decide(t, e, &room, nil, t0.Add(time.Duration(i+1)*time.Second))
 		half := d.RefreshAfter <= 6*time.Second

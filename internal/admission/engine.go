@@ -125,10 +125,17 @@ func checkInAfter(refresh, jitter time.Duration) time.Duration {
 
 // nearFront reports whether a FIFO waiter is likely to go in within one
 // refresh interval: fewer people ahead than the free slots plus the
-// admissions expected during the interval.
-func nearFront(res usher.AdmitResult, s *usher.Settings) bool {
+// admissions expected during the interval at the last minute's pace, or
+// the limits' forecast frees a place for it within the interval (sessions
+// that end, admissions that leave the rate window: when a line has just
+// formed, or when the rate window slides, more places free than the last
+// minute's pace says).
+func (e *Engine) nearFront(room string, res usher.AdmitResult, s *usher.Settings, now time.Time) bool {
 	soon := float64(res.Slots) + drainRate(res, s)*s.RefreshInterval.Minutes()
-	return float64(res.Ahead) < soon
+	if float64(res.Ahead) < soon {
+		return true
+	}
+	return e.forecast(room, res, s, now, res.Ahead+1) <= s.RefreshInterval
 }
 
 // Grace is how long after its next check-in is due a waiter still counts
@@ -310,6 +317,8 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	d := base
 	d.Stats = res.RoomStats
+	fifo := !op.Random && !op.Joining && !op.NoAdmit && !op.Force && !res.OverClient && !res.Admitted
+	e.flow.refused(room.ID, now, op.Bucket, res.Ahead, res.Slots, fifo)
 	if res.Replay {
 		if lapsedAdmission(res.Record, &tk, now) {
 			e.lost.Add(1)
@@ -345,7 +354,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		return d, nil
 	}
 	if sched.Phase == usher.NoEvent || sched.Phase == usher.Running {
-		if s.QueueingMethod != usher.Random && nearFront(res, s) {
+		if s.QueueingMethod != usher.Random && e.nearFront(room.ID, res, s, now) {
 			// Its turn is likely within a refresh interval: check in twice
 			// as often, so a place freed for it waits half as long.
 			refresh = checkInAfter(s.RefreshInterval/2, tk.Jitter/2)
@@ -438,6 +447,8 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 		return usher.Decision{}, err
 	}
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
+	fifo := s.QueueingMethod != usher.Random && !s.QueueAll && sched.Phase != usher.Prequeue && !tk.Back && !tk.Joining
+	e.flow.refused(room, now, tk.Bucket(), ahead, st.Slots, fifo)
 	d.Stats = st
 	d.Replay = true
 	d.Outcome = usher.Wait

@@ -47,9 +47,25 @@ type flow struct {
 	// prof is the profile of the second prof.sec, made at most once a
 	// second; it is never changed once made.
 	prof *profile
+	// clr is the serving counter's measure as clearing made it last, at
+	// second clr.sec for clr.fresh and clr.maxSpan: clearing runs on every
+	// waiting decision and scans every marker, so it reuses it within the
+	// second.
+	clr struct {
+		sec            int64
+		fresh, maxSpan time.Duration
+		sv             serving
+		ok             bool
+	}
+	// refUntil (unix ms) is when the latest refusal stops holding: until
+	// then no waiter of bucket refBucket or a later one can go in (see
+	// refused).
+	refUntil, refBucket int64
 }
 
-type flowSec struct{ sec, n int64 }
+// flowSec is this engine's admissions in second sec: n of them, the last
+// at unix ms last.
+type flowSec struct{ sec, n, last int64 }
 
 // marker follows one arrival bucket: how many live waiters were ahead of
 // it when it was placed (a0 at t0) and at its latest sighting (a1 at t1),
@@ -86,6 +102,7 @@ func (f *flows) admitted(room string, now time.Time, cell int64) {
 		s.sec, s.n = sec, 0
 	}
 	s.n++
+	s.last = max(s.last, now.Add(time.Millisecond-1).UnixMilli()) // as the stores: rounded up
 	r.admN++
 }
 
@@ -111,6 +128,59 @@ func (f *flows) waiting(room string, now time.Time, bucket, ahead int64) {
 	r.last = ms
 }
 
+// refused records that a decision in room at now found a waiter of
+// bucket with ahead live waiters before it and slots free slots after the
+// decision, the waiter not admitted by the FIFO rule (when fifo is false,
+// only a full room, no slot free, is recorded).
+//
+// Until the next moment a place can free, the difference ahead - slots
+// of any bucket never falls: an admission of a waiter ahead takes one from
+// both, and anyone else's takes a slot; a waiter of bucket or a later one
+// has at least as many ahead. So once a waiter of bucket is refused, every
+// waiter of that bucket or a later one is refused until then. Places free
+// at whole seconds (active and waiting cells expire then) and when the
+// oldest second of the rate window leaves it, 60 s after its last
+// admission (as far as this engine made them; another node's later ones
+// only keep the places longer). A session ended by the operator, or a
+// change of limits, frees places too: a held waiter is then a second late.
+func (f *flows) refused(room string, now time.Time, bucket, ahead, slots int64, fifo bool) {
+	switch {
+	case slots <= 0:
+		bucket = math.MinInt64
+	case !fifo || ahead < slots:
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.room(room)
+	ms, sec := now.UnixMilli(), now.Unix()
+	until := (sec + 1) * 1000
+	if old := r.secs[uint64(sec-60)%flowSecs]; old.sec == sec-60 && old.n > 0 {
+		if out := old.last + 60_000; out > ms && out < until {
+			until = out
+		}
+	}
+	if until == r.refUntil {
+		r.refBucket = min(r.refBucket, bucket)
+		return
+	}
+	if until > r.refUntil {
+		r.refUntil, r.refBucket = until, bucket
+	}
+}
+
+// behind returns when a waiter of bucket in room can go in at the
+// soonest, when that is after now (see refused); zero otherwise.
+func (f *flows) behind(room string, now time.Time, bucket int64) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rooms[room]
+	if r == nil || now.UnixMilli() >= r.refUntil || bucket < r.refBucket {
+		return time.Time{}
+	}
+	return time.UnixMilli(r.refUntil)
+}
+
 // serving is what the serving counter measured: over span, the live
 // waiters ahead of a marker went from a0 to a1 while this engine admitted
 // admits visitors; it admitted minute in the last minute (to scale its
@@ -129,6 +199,16 @@ func (f *flows) clearing(room string, now time.Time, fresh, maxSpan time.Duratio
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.room(room)
+	if c := &r.clr; c.sec == now.Unix() && c.fresh == fresh && c.maxSpan == maxSpan {
+		return c.sv, c.ok
+	}
+	sv, ok = r.clearing(now, fresh, maxSpan)
+	r.clr.sec, r.clr.fresh, r.clr.maxSpan, r.clr.sv, r.clr.ok = now.Unix(), fresh, maxSpan, sv, ok
+	return sv, ok
+}
+
+// clearing is flows.clearing, unlocked and not reused.
+func (r *flow) clearing(now time.Time, fresh, maxSpan time.Duration) (sv serving, ok bool) {
 	ms := now.UnixMilli()
 	var best *marker
 	for k := range r.marks {

@@ -36,6 +36,7 @@ type simVisitor struct {
 	bucket      int64
 	lastWait    time.Time // last check-in answered "wait"
 	wasAdmitted bool
+	held        bool // this check-in was held (Engine.Hold), as the gate does
 	// firstAt is the first waiting answer, firstETA the wait it announced
 	// (known reports whether it announced one).
 	firstAt    time.Time
@@ -93,6 +94,8 @@ type simConfig struct {
 	// noServing leaves the serving counter out of the estimates: the
 	// limits' forecast alone.
 	noServing bool
+	// noHold decides every check-in at once (no Engine.Hold).
+	noHold bool
 }
 
 type simAdmission struct {
@@ -113,6 +116,8 @@ type simResult struct {
 	admittedCount int
 	// checkIns counts the decisions on waiting tickets (counted or early).
 	checkIns int
+	// held counts the check-ins held to the next whole second.
+	held int
 	// longestWindow is the longest a waiting ticket's count outlives the
 	// check-in that made it (its cell's expiry less its counted-at time).
 	longestWindow time.Duration
@@ -248,6 +253,30 @@ func runSim(t *testing.T, cfg simConfig) simResult {
 			continue
 		}
 		wasNew := v.ticket == nil || v.ticket.State == usher.Admitted
+		if v.held {
+			v.held = false
+		} else if !wasNew && !cfg.noHold {
+			// As the gate: a check-in that cannot go in before the next
+			// whole second is held to it.
+			if h := eng.Hold(&room, v.ticket, now); h > 0 {
+				if h > time.Second {
+					t.Fatalf("at %v a check-in held %v", now.Sub(start), h)
+				}
+				// Held only when it cannot go in before the next whole
+				// second: now, fewer free slots than waiters ahead of it.
+				ahead, now0, err := st.Peek(ctx, room.ID, now, v.ticket.Bucket())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if free := min(int64(s.TotalActiveUsers)-now0.Active, int64(s.NewUsersPerMinute)-now0.AdmittedLastMinute); ahead < free {
+					t.Fatalf("at %v a check-in with %d ahead was held while %d slots were free", now.Sub(start), ahead, free)
+				}
+				v.held = true
+				res.held++
+				push(now.Add(h), v)
+				continue
+			}
+		}
 		if !wasNew {
 			res.checkIns++
 		}

@@ -186,18 +186,36 @@ type Governor struct {
 	bad, good    int       // degraded and healthy samples in a row
 	lastBad      int       // rate at the last decrease (0: none)
 	lastBadC     int
-	changes      []time.Time // increases within the last minute
-	downs        []time.Time // decreases within the last minute
-	state        State
-	configured   bool
-	primed       bool
+	// stepF is the share a step up adds (MaxStep to FastStep): FastStep
+	// until the first sign of degradation, MaxStep after each, doubled
+	// by each step up that no sign followed.
+	stepF float64
+	// probe is the figures before the last step up while it is larger
+	// than MaxStep and no other change followed: two degraded samples
+	// within ProbeSeconds of it undo it.
+	probe          bool
+	probeAt        time.Time
+	probeR, probeC int
+	// lastDeg is the last degraded sample's time: a second one within
+	// ProbeSeconds is a sign of degradation.
+	lastDeg time.Time
+	// rStart and cStart are the figures a new governor starts from.
+	rStart, cStart int
+	changes        []time.Time // increases within the last minute
+	downs          []time.Time // decreases within the last minute
+	state          State
+	configured     bool
+	primed         bool
 }
 
-// New returns a governor for settings s. Its figures start at the floor
-// and, at the first sample, rise to what the room has in use (clamped to
-// the bounds): a governor that starts while the room runs takes over its
-// pace, and one that starts before a flash crowd lets it in from the floor
-// up, in steps, rather than all at once. See Observe.
+// New returns a governor for settings s. Its figures start at the
+// configured limits when the operator wrote a ceiling above them (the
+// guess is deemed safe; autopilot looks for more), else at the floor (the
+// guess may be too high); at the first sample they rise to what the room
+// has in use, if more (clamped to the bounds): a governor that starts
+// while the room runs takes over its pace, and one that starts before a
+// flash crowd lets it in from the start figures up, in steps, rather
+// than all at once. See Observe.
 func New(s *usher.Settings) *Governor {
 	g := &Governor{}
 	g.Configure(s)
@@ -215,11 +233,13 @@ func (g *Governor) Configure(s *usher.Settings) {
 	g.rr, g.cr = Bounds(s)
 	g.governConc.Store(g.p.Concurrency)
 	if !g.configured {
-		// Slow start: from the floor until the first sample says what is
-		// in use (see prime).
+		// From the start figures until the first sample says what is in
+		// use (see Observe).
 		g.configured = true
-		g.rate.Store(int64(g.rr.Min))
-		g.conc.Store(int64(g.cr.Min))
+		g.stepF = FastStep
+		g.rStart, g.cStart = startOf(s.NewUsersPerMinute, g.rr), startOf(s.TotalActiveUsers, g.cr)
+		g.rate.Store(int64(g.rStart))
+		g.conc.Store(int64(g.cStart))
 	} else {
 		g.rate.Store(int64(g.rr.Clamp(int(g.rate.Load()))))
 		g.conc.Store(int64(g.cr.Clamp(int(g.conc.Load()))))
@@ -253,14 +273,22 @@ func (g *Governor) Adopt(rate, conc int) {
 // Adopt, and the change counts toward this governor's cap and spacing, and
 // ends its streaks, so that the nodes of a room change it as one.
 func (g *Governor) AdoptChange(rate, conc int, at time.Time) {
-	before, _ := g.Limits()
+	g.mu.Lock()
+	beforeR, beforeC := int(g.rate.Load()), int(g.conc.Load())
+	g.mu.Unlock()
 	g.Adopt(rate, conc)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if rate < before {
+	if rate < beforeR {
 		g.downs = append(g.downs, at)
+		// As after a decrease of its own: careful steps, no open step.
+		g.stepF, g.probe = MaxStep, false
 	} else {
 		g.changes = append(g.changes, at)
+		// As after a step of its own: open to be undone if it was fast,
+		// and the next one larger.
+		g.probe, g.probeAt, g.probeR, g.probeC = g.stepF > MaxStep, at, beforeR, beforeC
+		g.stepF = min(2*g.stepF, FastStep)
 	}
 	g.bad, g.good = 0, 0
 }
@@ -300,8 +328,8 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	g.state.Latency, g.state.ErrorRate = s.Latency, errRate
 	if !g.primed {
 		g.primed = true
-		g.rate.Store(int64(g.rr.Clamp(int(s.AdmittedLastMinute))))
-		g.conc.Store(int64(g.cr.Clamp(int(s.Active))))
+		g.rate.Store(int64(g.rr.Clamp(max(int(s.AdmittedLastMinute), g.rStart))))
+		g.conc.Store(int64(g.cr.Clamp(max(int(s.Active), g.cStart))))
 	}
 	if s.Count == 0 {
 		// No traffic: nothing to learn, nothing to judge; a streak ends.
@@ -327,6 +355,30 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	}
 	healthy := reason == "" && (learning || s.Latency <= g.healthyBelow())
 	g.state.Degraded = reason != ""
+	if g.probe && s.At.Sub(g.probeAt) > ProbeSeconds*time.Second {
+		g.probe = false
+	}
+	if reason != "" && !learning {
+		// A sign of degradation: a second degraded sample within
+		// ProbeSeconds (not necessarily the next second: one slow second
+		// alone may be the machine's). The next steps up are careful
+		// ones, and a fast step it follows is undone at once.
+		prev := g.lastDeg
+		sign := !prev.IsZero() && s.At.Sub(prev) <= ProbeSeconds*time.Second
+		g.lastDeg = s.At
+		if sign {
+			g.stepF = MaxStep
+		}
+		// Both degraded samples after the step: it is the step's doing.
+		if sign && g.probe && !prev.Before(g.probeAt) {
+			g.probe = false
+			if c, ok := g.undo(s, reason); ok {
+				c.Latency, c.Threshold, c.ErrorRate = s.Latency, threshold, errRate
+				g.bad, g.good = 0, 0
+				return g.record(c), true
+			}
+		}
+	}
 	switch {
 	case reason != "":
 		g.bad++
@@ -334,8 +386,9 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 	case healthy:
 		g.good++
 		g.bad = 0
-	default: // within the hysteresis band: hold
-		g.bad, g.good = 0, 0
+	default: // within the hysteresis band: hold (the healthy seconds
+		// so far count on; a band second is not one of them)
+		g.bad = 0
 	}
 	if g.bad >= DegradedSeconds && g.allowed(s.At, true) {
 		if c, ok := g.decrease(s, reason); ok {
@@ -344,7 +397,7 @@ func (g *Governor) Observe(s Sample) (Change, bool) {
 			return g.record(c), true
 		}
 	}
-	if g.good >= HealthySeconds && s.Waiting && g.allowed(s.At, false) {
+	if healthy && g.good >= HealthySeconds && s.Waiting && !learning && g.allowed(s.At, false) {
 		if c, ok := g.increase(s); ok {
 			c.Latency, c.ErrorRate = s.Latency, errRate
 			g.good = 0
@@ -464,6 +517,7 @@ func (g *Governor) decrease(s Sample, reason string) (Change, bool) {
 	if c.FromRate > from {
 		g.lastBad = from
 	}
+	g.stepF, g.probe = MaxStep, false
 	g.rate.Store(int64(c.ToRate))
 	g.conc.Store(int64(c.ToConc))
 	return c, true
@@ -471,44 +525,107 @@ func (g *Governor) decrease(s Sample, reason string) (Change, bool) {
 
 func (g *Governor) increase(s Sample) (Change, bool) {
 	rate, conc := int(g.rate.Load()), int(g.conc.Load())
+	f := g.stepF
 	c := Change{At: s.At, Direction: "up", Reason: ReasonRecovered, FromRate: rate, FromConc: conc}
-	c.ToRate = g.rr.Clamp(max(rate, min(g.step(rate, g.lastBad, g.rr.Max), inUseCap(s.AdmittedLastMinute))))
+	// A figure is raised to at most a step above what is in use. The
+	// rate, though, also rises when the room reaches its concurrency (the
+	// line waits for sessions to end, so the admissions stay below the
+	// rate): otherwise the two would rise in turns, one a step.
+	rateUse, concUse := int64(s.AdmittedLastMinute), int64(s.Active)
+	if g.p.Concurrency && reaches(concUse, conc) {
+		rateUse = max(rateUse, int64(rate))
+	}
+	c.ToRate = g.rr.Clamp(max(rate, min(g.step(rate, g.lastBad, g.rr.Max, f), inUseCap(rateUse, f))))
 	c.ToConc = conc
 	if g.p.Concurrency {
-		c.ToConc = g.cr.Clamp(max(conc, min(g.step(conc, g.lastBadC, g.cr.Max), inUseCap(s.Active))))
+		c.ToConc = g.cr.Clamp(max(conc, min(g.step(conc, g.lastBadC, g.cr.Max, f), inUseCap(concUse, f))))
 	}
 	if c.ToRate == rate && c.ToConc == conc {
 		return Change{}, false // at the ceiling
 	}
+	// A fast step stays open until the next change: two degraded samples
+	// within ProbeSeconds undo it.
+	g.probe, g.probeAt, g.probeR, g.probeC = f > MaxStep, s.At, rate, conc
+	// No sign since the last step: the next may be larger.
+	g.stepF = min(2*f, FastStep)
 	g.rate.Store(int64(c.ToRate))
 	g.conc.Store(int64(c.ToConc))
 	return c, true
 }
 
-// MaxStep is the most one step up adds to a figure: 15 % of it. A
-// step comes at most every minute / max_changes_per_minute, so that the
-// load it adds is seen before the next.
-const MaxStep = 0.15
+// undo takes the figures back to those before the open fast step (a
+// change down for reason, the degradation's), and takes the figures it
+// reached as the ones that hurt.
+func (g *Governor) undo(s Sample, reason string) (Change, bool) {
+	if !g.allowed(s.At, true) {
+		return Change{}, false
+	}
+	rate, conc := int(g.rate.Load()), int(g.conc.Load())
+	c := Change{At: s.At, Direction: "down", Reason: reason, FromRate: rate, FromConc: conc,
+		ToRate: g.rr.Clamp(min(rate, g.probeR)), ToConc: g.cr.Clamp(min(conc, g.probeC))}
+	if c.ToRate == rate && c.ToConc == conc {
+		return Change{}, false
+	}
+	g.lastBad, g.lastBadC = rate, conc
+	g.rate.Store(int64(c.ToRate))
+	g.conc.Store(int64(c.ToConc))
+	return c, true
+}
 
-// step is the next figure up from v: a Recover share of the gap to the
-// figure that last degraded the origin; with none, or past it, a Recover
-// share of the gap to the ceiling; at most MaxStep of v more (past the
-// figure that hurt, a tenth), so that the governor probes carefully.
-func (g *Governor) step(v, bad, ceiling int) int {
-	limit := max(int(float64(v)*MaxStep), 1)
+// The size of a step up. MaxStep is the most a careful step adds to a
+// figure (15 %); FastStep the most a fast one adds (30 %). A governor's
+// steps are fast until the first sign of degradation (a sample above the
+// healthy mark): then careful, each step that no sign followed doubling
+// the next up to FastStep. A step comes at most every minute /
+// max_changes_per_minute, so that the load it adds is seen before the
+// next; a fast step that two degraded samples follow within ProbeSeconds
+// (before the next change) is undone.
+const (
+	MaxStep  = 0.15
+	FastStep = 0.3
+	// ProbeSeconds is how long a fast step stays open to be undone: a
+	// step's load shows within seconds (the line fills the new slots,
+	// paced), and a degradation later than this is no longer the step's.
+	ProbeSeconds = 20
+)
+
+// step is the next figure up from v: toward the figure that last
+// degraded the origin, not past it; with none, or past it, a Recover
+// share of the gap to the ceiling; at most f of v more (past the figure
+// that hurt, at most a tenth on the first step), so that the governor
+// probes carefully near the figure that hurt.
+func (g *Governor) step(v, bad, ceiling int, f float64) int {
+	limit := max(int(float64(v)*f), 1)
 	if bad > v+1 {
-		return v + min(max(int(math.Ceil(g.p.Recover*float64(bad-v))), 1), limit)
+		// Toward the figure that hurt, at most f, not past it: halving
+		// the gap instead crept up to it a step at a time.
+		return v + min(bad-v, limit)
 	}
 	up := int(math.Ceil(g.p.Recover * float64(ceiling-v)))
-	if bad > 0 {
+	if bad > 0 && f <= MaxStep {
 		limit = max(v/10, 1)
 	}
 	return v + max(min(up, limit), 0)
 }
 
-// inUseCap is the most a figure may be raised to: a step above what is in
-// use, so that a limit the room does not reach is not raised (and a burst
-// cannot later take it all at once).
-func inUseCap(inUse int64) int {
-	return int(float64(inUse)*(1+MaxStep)) + 1
+// inUseCap is the most a figure may be raised to with a step of f: a
+// step above what is in use, so that a limit the room does not reach is
+// not raised (and a burst cannot later take it all at once).
+func inUseCap(inUse int64, f float64) int {
+	return int(float64(inUse)*(1+f)) + 1
+}
+
+// reaches reports that a figure of limit is reached: what is in use is
+// within a tenth of it.
+func reaches(inUse int64, limit int) bool {
+	return inUse*10 >= int64(limit)*9
+}
+
+// startOf is where a figure starts: the configured limit when a ceiling
+// above it was written, else the floor.
+func startOf(configured int, r Range) int {
+	if r.Max > configured {
+		return r.Clamp(configured)
+	}
+	return r.Min
 }

@@ -2,6 +2,7 @@ package autopilot
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,16 +73,25 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// TestSlowStart: a governor starts at the floor and takes over, at its
-// first sample, what the room has in use, within the bounds.
+// TestSlowStart: a governor starts at the configured limit where a
+// ceiling above it is written, else at the floor, and takes over, at its
+// first sample, what the room has in use if more, within the bounds.
 func TestSlowStart(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true, MaxNewUsersPerMinute: 1800}))
+	if r, c := g.Limits(); r != 600 || c != 100 {
+		t.Errorf("Limits = %d, %d; want the configured rate 600 (a ceiling above it) and the concurrency's floor 100", r, c)
+	}
+	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 300})
+	if r, c := g.Limits(); r != 600 || c != 400 {
+		t.Errorf("Limits after a first sample = %d, %d; want 600 and what is in use, 400", r, c)
+	}
+	g = New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
 	if r, c := g.Limits(); r != 60 || c != 100 {
 		t.Errorf("Limits = %d, %d; want the floors 60, 100", r, c)
 	}
-	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 300})
-	if r, c := g.Limits(); r != 300 || c != 400 {
-		t.Errorf("Limits after a first sample = %d, %d; want what is in use, 300 and 400", r, c)
+	g.Observe(Sample{At: t0, Active: 400, AdmittedLastMinute: 30})
+	if r, c := g.Limits(); r != 60 || c != 400 {
+		t.Errorf("Limits after a first sample = %d, %d; want the floor 60 and what is in use, 400", r, c)
 	}
 	g = New(settings(600, 1000, usher.Autopilot{}))
 	g.Observe(Sample{At: t0, Active: 5000, AdmittedLastMinute: 5000})
@@ -91,9 +101,9 @@ func TestSlowStart(t *testing.T) {
 }
 
 // TestRisesInSteps: from the floor, with a line waiting and a healthy
-// origin, the figures rise by at most MaxStep a step, a step at most
-// every minute / max_changes_per_minute, and never far above what is in
-// use.
+// origin, the figures rise only once the baseline is learned, by at most
+// FastStep a step, a step at most every minute / max_changes_per_minute,
+// and never far above what is in use.
 func TestRisesInSteps(t *testing.T) {
 	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
 	f := &feeder{t: t, g: g, fromFloor: true}
@@ -103,9 +113,25 @@ func TestRisesInSteps(t *testing.T) {
 	if r, c := g.Limits(); r != 600 || c != 1000 {
 		t.Fatalf("after 10 minutes: %d, %d; want 600, 1000", r, c)
 	}
+	if len(f.log) == 0 || f.log[0].At.Before(t0.Add(DefaultBaselineSamples*time.Second)) {
+		t.Fatalf("changes %+v: want the first step up after the %d seconds of the baseline", f.log, DefaultBaselineSamples)
+	}
+	// Fast steps: from the floor to half the ceiling within 75 s of the
+	// baseline (7 steps of FastStep; careful steps of MaxStep would take
+	// 12, at least 120 s).
+	var half time.Time
+	for _, c := range f.log {
+		if c.ToRate >= 300 {
+			half = c.At
+			break
+		}
+	}
+	if d := half.Sub(t0.Add(DefaultBaselineSamples * time.Second)); half.IsZero() || d > 75*time.Second {
+		t.Errorf("the rate reached 300 %v after the baseline (changes %+v), want within 75 s", d, f.log)
+	}
 	for i, c := range f.log {
-		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+MaxStep)+1 {
-			t.Fatalf("change %d: %+v, want up by at most MaxStep", i, c)
+		if c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+FastStep)+1 || float64(c.ToConc) > float64(c.FromConc)*(1+FastStep)+1 {
+			t.Fatalf("change %d: %+v, want up by at most FastStep", i, c)
 		}
 		if i > 0 && c.At.Sub(f.log[i-1].At) < time.Minute/DefaultMaxChangesPerMinute {
 			t.Fatalf("changes %d and %d %v apart", i-1, i, c.At.Sub(f.log[i-1].At))
@@ -117,8 +143,8 @@ func TestRisesInSteps(t *testing.T) {
 		g.Observe(Sample{At: t0.Add(time.Duration(i) * time.Second), Count: 100, Latency: 100 * time.Millisecond,
 			Waiting: true, Active: 150, AdmittedLastMinute: 300})
 	}
-	if _, c := g.Limits(); c > 190 {
-		t.Errorf("concurrency raised to %d with 150 in use", c)
+	if _, c := g.Limits(); c > inUseCap(150, FastStep) {
+		t.Errorf("concurrency raised to %d with 150 in use, want at most one step above it (%d)", c, inUseCap(150, FastStep))
 	}
 }
 
@@ -264,7 +290,9 @@ func TestSteadyOriginDoesNotOscillate(t *testing.T) {
 	if len(f.log) != 0 {
 		t.Fatalf("%d changes in an hour of a steady origin, first %+v", len(f.log), f.log[0])
 	}
-	// Within the band between healthy and degraded: hold.
+	// Within the band between healthy and degraded: hold, below the
+	// ceiling too.
+	g.Adopt(300, 0)
 	st := g.State()
 	band := (g.healthyBelow() + st.Threshold) / 2
 	for range 600 {
@@ -371,5 +399,139 @@ func TestBaselineIgnoresOutliers(t *testing.T) {
 	if st.Learning || st.Baseline > 110*time.Millisecond || st.Threshold > 150*time.Millisecond {
 		t.Fatalf("baseline %v, threshold %v after 3 slow seconds of %d; want about 100ms and 130ms",
 			st.Baseline, st.Threshold, DefaultBaselineSamples)
+	}
+}
+
+// TestFastStepUndone: a fast step up that two degraded samples follow
+// (one alone may be the machine's) is undone at the second (back to the
+// figures before it, a change down for the degradation's reason); the steps
+// after it are careful ones (at most MaxStep) until one passes without a
+// sign, and a decrease for a lasting degradation still comes.
+func TestFastStepUndone(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{Concurrency: true}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(1, 1)))
+	var up Change
+	for range 60 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			up = c
+			break
+		}
+	}
+	if up.Direction != "up" || float64(up.ToRate) <= float64(up.FromRate)*(1+MaxStep)+1 {
+		t.Fatalf("first step %+v, want a fast one (more than MaxStep)", up)
+	}
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("after one degraded sample: %+v, want no change yet", c)
+	}
+	f.feed(100*time.Millisecond, 100, 0, true)
+	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
+	if !ok || c.Direction != "down" || c.Reason != ReasonLatency || c.ToRate != up.FromRate || c.ToConc != up.FromConc {
+		t.Fatalf("after a second degraded sample: %+v (%v), want the step undone to %d, %d", c, ok, up.FromRate, up.FromConc)
+	}
+	// Healthy again: careful steps, never past the figure that hurt at
+	// once.
+	var next []Change
+	for range 120 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			next = append(next, c)
+		}
+	}
+	if len(next) == 0 {
+		t.Fatal("no step up after the undone one")
+	}
+	if c := next[0]; c.Direction != "up" || float64(c.ToRate) > float64(c.FromRate)*(1+MaxStep)+1 || c.ToRate > up.ToRate {
+		t.Errorf("the step after the undone one: %+v, want careful (at most MaxStep) and not past %d", c, up.ToRate)
+	}
+	// A lasting degradation: a decrease within DegradedSeconds of the
+	// spacing.
+	before, _ := g.Limits()
+	var down bool
+	for range 12 {
+		if c, ok := f.feed(time.Second, 100, 0, true); ok && c.Direction == "down" && c.ToRate < before {
+			down = true
+			break
+		}
+	}
+	if !down {
+		t.Errorf("no decrease in 12 degraded seconds")
+	}
+}
+
+// TestOldStepNotUndone: a degradation long after a fast step (more than
+// ProbeSeconds, no step since: nobody waited) is not the step's: the
+// figures come down by the decrease, after DegradedSeconds in a row, not
+// by an undo.
+func TestOldStepNotUndone(t *testing.T) {
+	g := New(settings(600, 1000, usher.Autopilot{}))
+	f := &feeder{t: t, g: g, fromFloor: true}
+	f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(2, 2)))
+	var up Change
+	for range 60 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, true); ok {
+			up = c
+			break
+		}
+	}
+	if up.Direction != "up" {
+		t.Fatal("no step up")
+	}
+	// One degraded second (the machine's): no change, and the next step
+	// is a careful one.
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("one degraded second after the step: %+v, want none", c)
+	}
+	for range ProbeSeconds + 1 {
+		if c, ok := f.feed(100*time.Millisecond, 100, 0, false); ok {
+			t.Fatalf("change %+v with nobody waiting", c)
+		}
+	}
+	if c, ok := f.feed(400*time.Millisecond, 100, 0, true); ok {
+		t.Fatalf("a second degraded second %d s after the step: %+v, want no undo", ProbeSeconds+2, c)
+	}
+	c, ok := f.feed(400*time.Millisecond, 100, 0, true)
+	if want := g.rr.Clamp(int(float64(up.ToRate) * DefaultDecrease)); !ok || c.Direction != "down" || c.ToRate != want {
+		t.Errorf("the second degraded second: %+v (%v), want the decrease to half of %d (at least the floor): %d", c, ok, up.ToRate, want)
+	}
+}
+
+// TestNoiseSlowsTheClimb: one degraded second alone (a busy machine)
+// changes nothing: the steps stay fast. Two within ProbeSeconds are a
+// sign: the steps after it are careful ones (at most MaxStep), and each
+// step without one doubles the next again.
+func TestNoiseSlowsTheClimb(t *testing.T) {
+	climb := func(degraded ...int) []Change {
+		g := New(settings(60000, 100000, usher.Autopilot{}))
+		f := &feeder{t: t, g: g, fromFloor: true}
+		f.learn(DefaultBaselineSamples, rand.New(rand.NewPCG(3, 3)))
+		var after []Change
+		for i := range 200 {
+			lat := 100 * time.Millisecond
+			if slices.Contains(degraded, i) {
+				lat = 400 * time.Millisecond
+			}
+			c, ok := f.feed(lat, 100, 0, true)
+			if ok && c.Direction != "up" {
+				continue // an undone step
+			}
+			if ok && i > degraded[len(degraded)-1] {
+				after = append(after, c)
+			}
+		}
+		if len(after) < 3 {
+			t.Fatalf("degraded at %v: steps after: %+v", degraded, after)
+		}
+		return after
+	}
+	share := func(c Change) float64 { return float64(c.ToRate-c.FromRate) / float64(c.FromRate) }
+	if s := share(climb(30)[0]); s <= MaxStep+0.01 {
+		t.Errorf("the first step after a lone degraded second added %.0f %%, want a fast one (more than %.0f %%)", 100*s, 100*MaxStep)
+	}
+	after := climb(30, 36)
+	if s := share(after[0]); s > MaxStep+0.01 {
+		t.Errorf("the first step after two degraded seconds added %.0f %%, want at most %.0f %%", 100*s, 100*MaxStep)
+	}
+	if s0, s1 := share(after[0]), share(after[1]); s1 < 2*s0*0.9 {
+		t.Errorf("steps after it added %.0f %% then %.0f %%: want the second twice the first", 100*s0, 100*s1)
 	}
 }

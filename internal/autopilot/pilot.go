@@ -53,10 +53,13 @@ type Pilot struct {
 
 // entry is one governed room.
 type entry struct {
-	room    atomic.Pointer[usher.Room]
-	gov     *Governor
-	rec     Recorder
-	prev    Snapshot
+	room atomic.Pointer[usher.Room]
+	gov  *Governor
+	rec  Recorder
+	prev Snapshot
+	// allow is the admissions the rate window may hold until the next
+	// tick (-1: unknown, unpaced): see pace.
+	allow   atomic.Int64
 	version int64 // of the shared figure adopted
 	probeMu sync.Mutex
 	probe   context.CancelFunc
@@ -93,6 +96,7 @@ func (p *Pilot) SetRooms(rooms []*usher.Room, now time.Time) {
 		e := old[r.ID]
 		if e == nil {
 			e = &entry{gov: New(&s)}
+			e.allow.Store(-1)
 		} else {
 			e.gov.Configure(&s)
 		}
@@ -134,6 +138,9 @@ func (p *Pilot) Limit(room string, s *usher.Settings) {
 	r, c := e.gov.Limits()
 	rr, cr := Bounds(s)
 	s.NewUsersPerMinute = rr.Clamp(r)
+	if a := e.allow.Load(); a >= 0 {
+		s.NewUsersPerMinute = int(min(int64(s.NewUsersPerMinute), max(a, 1)))
+	}
 	if c > 0 && s.Autopilot.Concurrency {
 		s.TotalActiveUsers = cr.Clamp(c)
 	}
@@ -206,14 +213,22 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 			h = snapshotOf(all)
 		}
 		sample.Count, sample.Errors = h.Count, h.Errors
-		sample.Latency = h.Percentile(float64(ParamsOf(&s.Autopilot).Percentile))
+		sample.Latency = h.SamplePercentile(float64(ParamsOf(&s.Autopilot).Percentile))
+		window := int64(-1)
 		if p.Status != nil {
 			if st, err := p.Status(ctx, room, now); err == nil {
 				sample.Waiting = st.Waiting > 0
 				sample.Active, sample.AdmittedLastMinute = st.Active, st.AdmittedLastMinute
+				window = st.AdmittedLastMinute
 			}
 		}
 		p.observe(ctx, id, e, sample)
+		if window < 0 {
+			e.allow.Store(-1)
+		} else {
+			r, _ := e.gov.Limits()
+			e.allow.Store(pace(e.allow.Load(), window, r, s.RefreshInterval))
+		}
 	}
 }
 
@@ -286,6 +301,27 @@ func (p *Pilot) Sync(ctx context.Context) {
 	for id, e := range p.load() {
 		p.adopt(ctx, id, e)
 	}
+}
+
+// pace returns the admissions the rate window may hold until the next
+// tick, for a governed rate of rate a minute, the window holding window
+// admissions now and having been allowed prev at the last tick (-1:
+// none). The rate is a sliding 60 s window, so a long line would take a
+// minute's budget in its first second and nothing in the next 59: a wave
+// of sessions that loads the origin all at once, then leaves it idle.
+// Paced, the window may grow by a second's share of the rate a tick (at
+// least one); an allowance left unused (the visitors at the front of the
+// line check in only every refresh interval) carries over, up to the
+// shares of a refresh interval (at least 2 s), so that the pace is kept.
+// A step up thus adds its share a second, not all at once.
+func pace(prev, window int64, rate int, refresh time.Duration) int64 {
+	share := max(1, (int64(rate)+59)/60)
+	depth := share * max(2, int64((refresh+time.Second-1)/time.Second))
+	unused := int64(0)
+	if prev >= 0 {
+		unused = max(0, prev-window)
+	}
+	return min(int64(rate), window+min(depth, unused+share))
 }
 
 // SyncEvery is how often Run takes the shared figures between ticks.

@@ -78,8 +78,12 @@ func (s *Snapshot) Percentile(p float64) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	rank := int64(float64(n)*p/100 + 0.999999)
-	rank = max(rank, 1)
+	return s.atRank(max(int64(float64(n)*p/100+0.999999), 1))
+}
+
+// atRank returns the upper bound of the bucket of the rank-th latency
+// (from 1, the fastest).
+func (s *Snapshot) atRank(rank int64) time.Duration {
 	var seen int64
 	for i, c := range s.Buckets {
 		seen += c
@@ -88,6 +92,27 @@ func (s *Snapshot) Percentile(p float64) time.Duration {
 		}
 	}
 	return bucketUpper(Buckets - 1)
+}
+
+// SamplePercentile is Percentile as a governor's sample takes it: when
+// the answers are too few for the p-th percentile to leave any out (the
+// p99 of fewer than 100), their slowest one is left out (of two or
+// more). The p99 of a second with 20 answers is otherwise its slowest
+// one, and a single slow answer (a machine busy for a moment) would make
+// a degraded second; a degradation slows many answers, and still shows.
+func (s *Snapshot) SamplePercentile(p float64) time.Duration {
+	var n int64
+	for _, c := range s.Buckets {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := max(int64(float64(n)*p/100+0.999999), 1)
+	if n >= 2 && rank >= n {
+		rank = n - 1
+	}
+	return s.atRank(rank)
 }
 
 // bucketOf returns the bucket of d.

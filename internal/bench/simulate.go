@@ -150,8 +150,10 @@ type simVisitor struct {
 	errs     int
 	arrived  bool
 	browsing bool
-	has      bool // ticket is set
-	queued   bool // waits (for the progress counts)
+	held     bool          // this request was held (Engine.Hold) once already
+	sent     time.Duration // when the request held was sent
+	has      bool          // ticket is set
+	queued   bool          // waits (for the progress counts)
 	ticket   usher.Ticket
 }
 
@@ -375,6 +377,18 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	if v.has {
 		tk = &v.ticket
 	}
+	sent := now // when the request was sent
+	if v.held {
+		v.held = false
+		sent = v.sent
+	} else if tk != nil && !v.browsing {
+		// As the gate: a near-front check-in that cannot go in before the
+		// next whole second is held to it.
+		if h := s.eng.Hold(&s.room, tk, t); h > 0 {
+			v.held, v.sent = true, now
+			return simNext{at: now + ceilMS(h), act: simRequest}, nil
+		}
+	}
 	d, err := s.eng.Decide(ctx, &s.room, usher.Visit{Ticket: tk, Now: t})
 	if err != nil {
 		return simNext{}, fmt.Errorf("bench: simulate: visitor %s at %v: %w", rec.ID, now, err)
@@ -418,7 +432,8 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	if d.Outcome == usher.Wait {
 		s.queue(v, true)
 		refresh := refreshSeconds(d.RefreshAfter, s.room.RefreshInterval)
-		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32))}
+		c := simCheckIn{at: now, position: d.Position, i: ev.i, eta: -1, refresh: int32(min(refresh, math.MaxInt32)),
+			held: int32((now - sent) / time.Millisecond)}
 		if d.WaitKnown {
 			c.eta = int32(min(waitSeconds(d.EstimatedWait), math.MaxInt32))
 			if d.WaitHigh > 0 && s.room.QueueingMethod == usher.Random {
@@ -430,11 +445,11 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		return s.wait(v, now, time.Duration(refresh)*time.Second), nil
 	}
 	// The origin's answer: admitted.
-	rec.Admitted, rec.AdmittedSent = t, t
+	rec.Admitted, rec.AdmittedSent = t, s.at(sent)
 	s.queue(v, false)
 	s.tally.admitted.Add(1)
 	s.rec.add(simCheckIn{i: ev.i, eta: simDone})
-	rec.Requests = append(rec.Requests, t)
+	rec.Requests = append(rec.Requests, s.at(sent))
 	if s.origin != nil {
 		s.origin.serve(now)
 	}

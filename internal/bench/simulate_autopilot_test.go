@@ -103,3 +103,63 @@ func TestSimulateAutopilotTooLow(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateAutopilotLiveScenario: usher bench --scenario autopilot's
+// default scenario on simulated time, without the machine's noise: an
+// origin of 10 workers at 160-240 ms (1 s timeout), 200 visitors in 10 s
+// who browse 20-40 s with a request every 2 s, session_duration 10s,
+// refresh_interval 2s; limits 3x too high and 3x too low (the latter with
+// the configured limits as floors and ceilings of 1.5x what the origin
+// sustains), over the bench's 3 minutes, on three seeds. Limits 3x too
+// high: the fixed limits overload the origin, autopilot keeps its p99
+// within twice the healthy one with no errors; 3x too low: autopilot
+// drains the line within the 3 minutes, the fixed limits do not.
+func TestSimulateAutopilotLiveScenario(t *testing.T) {
+	origin := OriginModel{Workers: 10, Service: Uniform(160*time.Millisecond, 240*time.Millisecond), Timeout: time.Second}
+	model := VisitorModel{Browse: Uniform(20*time.Second, 40*time.Second), RequestEvery: Exp(2 * time.Second)}
+	arr, err := ParseArrivals("flash:200@10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := func(conc, rate int, a usher.Autopilot) usher.Room {
+		return usher.Room{ID: "sale", Settings: usher.Settings{TotalActiveUsers: conc, NewUsersPerMinute: rate,
+			SessionDuration: 10 * time.Second, RefreshInterval: 2 * time.Second, Autopilot: a}}
+	}
+	run := func(r usher.Room, seed uint64) (*OriginStats, Result) {
+		t.Helper()
+		st, err := local.Open(local.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		tl, err := Simulate(context.Background(), SimConfig{Room: r, Arrivals: arr, Model: model, Seed: seed,
+			Store: st, Compact: true, Origin: origin, Horizon: 3 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tl.Origin, Report(tl, RoomLimits(&r))
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		f, _ := run(room(264, 528, usher.Autopilot{}), seed)
+		a, ra := run(room(264, 528, usher.Autopilot{Enabled: true, BaselineSamples: 10}), seed)
+		t.Logf("seed %d, 3x too high: fixed p99 %.2fx, errors %.2f %%; autopilot p99 %.2fx, errors %.2f %%, drained %v at %.0f s",
+			seed, f.P99Ms/f.HealthyP99Ms, 100*f.ErrorRate, a.P99Ms/a.HealthyP99Ms, 100*a.ErrorRate, ra.QueueDrained, ra.QueueDrainedS)
+		if f.P99Ms <= 2*f.HealthyP99Ms && f.ErrorRate < 0.01 {
+			t.Errorf("seed %d: the fixed limits 3x too high kept the origin healthy", seed)
+		}
+		if a.P99Ms > 2*a.HealthyP99Ms || a.ErrorRate >= 0.01 {
+			t.Errorf("seed %d, 3x too high: autopilot p99 %.0f ms (healthy %.0f), errors %.2f %%", seed, a.P99Ms, a.HealthyP99Ms, 100*a.ErrorRate)
+		}
+		_, rf := run(room(29, 58, usher.Autopilot{}), seed)
+		a, ra = run(room(29, 58, usher.Autopilot{Enabled: true, BaselineSamples: 10, Concurrency: true,
+			MinTotalActiveUsers: 29, MinNewUsersPerMinute: 58, MaxTotalActiveUsers: 132, MaxNewUsersPerMinute: 264}), seed)
+		t.Logf("seed %d, 3x too low: fixed let %d in, drained %v; autopilot drained %v at %.0f s, p99 %.2fx, errors %.2f %%",
+			seed, rf.Admitted, rf.QueueDrained, ra.QueueDrained, ra.QueueDrainedS, a.P99Ms/a.HealthyP99Ms, 100*a.ErrorRate)
+		if !ra.QueueDrained || rf.QueueDrained {
+			t.Errorf("seed %d, 3x too low: autopilot drained %v, fixed %v; want autopilot only", seed, ra.QueueDrained, rf.QueueDrained)
+		}
+		if a.P99Ms > 2*a.HealthyP99Ms || a.ErrorRate >= 0.01 {
+			t.Errorf("seed %d, 3x too low: autopilot p99 %.0f ms (healthy %.0f), errors %.2f %%", seed, a.P99Ms, a.HealthyP99Ms, 100*a.ErrorRate)
+		}
+	}
+}

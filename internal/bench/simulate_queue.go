@@ -16,6 +16,9 @@ type simCheckIn struct {
 	// low and high are a random room's announced range, whole seconds
 	// (0: none).
 	low, high int32
+	// held is how long the check-in was held before its answer
+	// (Engine.Hold), in ms: it was sent that long before at.
+	held int32
 }
 
 // simDone in simCheckIn.eta says that the visitor stopped waiting.
@@ -129,7 +132,7 @@ func (r *simRecorder) build(i int32, cs []simCheckIn) {
 	out := make([]CheckIn, len(cs))
 	for k, c := range cs {
 		t := r.start.Add(c.at)
-		out[k] = CheckIn{At: t, Sent: t, Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
+		out[k] = CheckIn{At: t, Sent: t.Add(-time.Duration(c.held) * time.Millisecond), Position: c.position, Ahead: max(c.position-1, 0), Refresh: time.Duration(c.refresh) * time.Second}
 		if c.eta >= 0 {
 			out[k].ETAKnown, out[k].ETA = true, time.Duration(c.eta)*time.Second
 			if c.high > 0 {
@@ -178,17 +181,21 @@ type simNext struct {
 
 // simAgenda orders the visitors' actions by time, then by the order they
 // were scheduled in. Most actions are check-ins a refresh interval ahead,
-// and the refresh intervals take few values: actions scheduled a fixed
-// delay ahead go to one FIFO queue per delay, already in order, and the
-// others to a heap; the next action is the least of the queues' heads.
-// (A heap of every action spends most of a large run on cache misses.)
+// and the refresh intervals take few values (whole seconds): actions
+// scheduled a fixed delay ahead go to one FIFO queue per delay, already in
+// order, and the others to a heap. The queues' heads are kept in a heap of
+// their own (a few hundred queues at most), so the next action is the
+// least of two heap tops. (A heap of every action spends most of a large
+// run on cache misses.)
 type simAgenda struct {
-	fifos []simFIFO
-	heap  simQueue
+	fifos   []simFIFO
+	byDelay map[time.Duration]int // delay -> index in fifos
+	order   []int                 // indices of the non-empty fifos, a heap by head
+	heap    simQueue
 }
 
 // simMaxFIFOs bounds the FIFO queues; further delays go to the heap.
-const simMaxFIFOs = 16
+const simMaxFIFOs = 1024
 
 // simAhead is how many actions of a FIFO queue ahead touch visits.
 const simAhead = 8
@@ -214,6 +221,7 @@ type simFIFO struct {
 	delay time.Duration
 	evs   []simEvent
 	head  int
+	pos   int // index in simAgenda.order; -1: empty
 }
 
 func before(a, b *simEvent) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
@@ -222,18 +230,70 @@ func before(a, b *simEvent) bool { return a.at < b.at || (a.at == b.at && a.seq 
 // pushed in the order of their seq, at or after the last one taken.
 func (ag *simAgenda) push(ev simEvent, fixed bool, delay time.Duration) {
 	if fixed {
-		for k := range ag.fifos {
-			if f := &ag.fifos[k]; f.delay == delay {
-				f.evs = append(f.evs, ev)
-				return
+		k, ok := ag.byDelay[delay]
+		if !ok && len(ag.fifos) < simMaxFIFOs {
+			if ag.byDelay == nil {
+				ag.byDelay = map[time.Duration]int{}
 			}
+			k, ok = len(ag.fifos), true
+			ag.fifos = append(ag.fifos, simFIFO{delay: delay, pos: -1})
+			ag.byDelay[delay] = k
 		}
-		if len(ag.fifos) < simMaxFIFOs {
-			ag.fifos = append(ag.fifos, simFIFO{delay: delay, evs: []simEvent{ev}})
+		if ok {
+			f := &ag.fifos[k]
+			f.evs = append(f.evs, ev)
+			if f.pos < 0 {
+				// Its head is the latest action pushed: it goes last, then up.
+				f.pos = len(ag.order)
+				ag.order = append(ag.order, k)
+				ag.up(f.pos)
+			}
 			return
 		}
 	}
 	heap.Push(&ag.heap, ev)
+}
+
+// headBefore reports whether the head of fifo a comes before fifo b's.
+func (ag *simAgenda) headBefore(a, b int) bool {
+	fa, fb := &ag.fifos[a], &ag.fifos[b]
+	return before(&fa.evs[fa.head], &fb.evs[fb.head])
+}
+
+func (ag *simAgenda) swap(i, j int) {
+	ag.order[i], ag.order[j] = ag.order[j], ag.order[i]
+	ag.fifos[ag.order[i]].pos = i
+	ag.fifos[ag.order[j]].pos = j
+}
+
+func (ag *simAgenda) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !ag.headBefore(ag.order[i], ag.order[p]) {
+			return
+		}
+		ag.swap(i, p)
+		i = p
+	}
+}
+
+func (ag *simAgenda) down(i int) {
+	n := len(ag.order)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && ag.headBefore(ag.order[r], ag.order[l]) {
+			c = r
+		}
+		if !ag.headBefore(ag.order[c], ag.order[i]) {
+			return
+		}
+		ag.swap(i, c)
+		i = c
+	}
 }
 
 // peek returns the next action and where it is (-1: the heap).
@@ -243,9 +303,10 @@ func (ag *simAgenda) peek() (simEvent, int, bool) {
 	if len(ag.heap) > 0 {
 		best = &ag.heap[0]
 	}
-	for k := range ag.fifos {
+	if len(ag.order) > 0 {
+		k := ag.order[0]
 		f := &ag.fifos[k]
-		if f.head < len(f.evs) && (best == nil || before(&f.evs[f.head], best)) {
+		if best == nil || before(&f.evs[f.head], best) {
 			best, src = &f.evs[f.head], k
 		}
 	}
@@ -266,8 +327,22 @@ func (ag *simAgenda) pop(src int) {
 	switch {
 	case f.head == len(f.evs):
 		f.evs, f.head = f.evs[:0], 0
+		// Out of the order: the last takes its place.
+		i, last := f.pos, len(ag.order)-1
+		f.pos = -1
+		if i != last {
+			ag.order[i] = ag.order[last]
+			ag.fifos[ag.order[i]].pos = i
+		}
+		ag.order = ag.order[:last]
+		if i != last {
+			ag.down(i)
+			ag.up(i)
+		}
+		return
 	case f.head >= 1024 && 2*f.head >= len(f.evs):
 		n := copy(f.evs, f.evs[f.head:])
 		f.evs, f.head = f.evs[:n], 0
 	}
+	ag.down(f.pos)
 }

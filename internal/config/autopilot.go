@@ -137,8 +137,12 @@ func autopilotClause(s *usher.Settings) string {
 		degraded += fmt.Sprintf(", or above %v", a.LatencyTarget)
 	}
 	degraded += fmt.Sprintf(", or more than %g %% errors", a.ErrorTarget*100)
-	return fmt.Sprintf("autopilot watches the origin's health from %s: it starts from what is in use (the floor at first) and, while people wait and the origin is healthy, wins back %g of the gap at a time (15 %% more at most); when the origin degrades (%s), it multiplies the limits in use by %g; at most %d increases and %d decreases a minute, the rate within %s, %s",
-		signal, a.Recover, degraded, a.Decrease, a.MaxChangesPerMinute, a.MaxChangesPerMinute, rate, conc)
+	start := "the floor"
+	if a.MaxNewUsersPerMinute > s.NewUsersPerMinute {
+		start = "the configured rate (a ceiling above it is written)"
+	}
+	return fmt.Sprintf("autopilot watches the origin's health from %s: it starts from %s, or what is in use if more, and, while people wait and the origin is healthy, wins back %g of the gap at a time, 30 %% more at most until the first sign of degradation (two degraded seconds within 20 s, which undo such a step), then 15 %%; when the origin degrades (%s), it multiplies the limits in use by %g; at most %d increases and %d decreases a minute, the rate within %s, paced evenly over the minute, %s",
+		signal, start, a.Recover, degraded, a.Decrease, a.MaxChangesPerMinute, a.MaxChangesPerMinute, rate, conc)
 }
 
 func or(v, def int) int {

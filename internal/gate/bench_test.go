@@ -57,14 +57,20 @@ func (w *benchWriter) reset()                      { clear(w.h); w.code = 200 }
 // puts in front of the gate and around it: request ids, recover, the
 // decision metrics and admission tokens. Compare with
 // BenchmarkTunedProxy, the reference usher bench measures against.
-func BenchmarkAdmittedRequest(b *testing.B) { benchAdmitted(b, false) }
+func BenchmarkAdmittedRequest(b *testing.B) { benchAdmitted(b, false, false) }
+
+// BenchmarkAdmittedRequestLoopback is BenchmarkAdmittedRequest to a real
+// origin on loopback (an httptest server in this process), through the
+// gate's own transport and lean origin client. Compare with
+// BenchmarkTunedProxyLoopback.
+func BenchmarkAdmittedRequestLoopback(b *testing.B) { benchAdmitted(b, false, true) }
 
 // BenchmarkAdmittedRequestAutopilot is BenchmarkAdmittedRequest in a room
 // whose autopilot watches the proxied answers: the engine asks the
 // governor for the effective limits, and the gate counts each answer.
-func BenchmarkAdmittedRequestAutopilot(b *testing.B) { benchAdmitted(b, true) }
+func BenchmarkAdmittedRequestAutopilot(b *testing.B) { benchAdmitted(b, true, false) }
 
-func benchAdmitted(b *testing.B, withAutopilot bool) {
+func benchAdmitted(b *testing.B, withAutopilot, loopback bool) {
 	room := testRoom("sale")
 	room.TotalActiveUsers = 1 << 30
 	metrics := admin.NewMetrics(nil, nil)
@@ -85,7 +91,9 @@ func benchAdmitted(b *testing.B, withAutopilot bool) {
 			o.Decider = admission.New(st, admission.Options{Limiter: pilot})
 			o.Health = pilot.Recorder
 		}
-		o.Transport = memOrigin
+		if !loopback {
+			o.Transport = memOrigin
+		}
 		o.Observe = metrics.ObserveDecision
 		o.Now = time.Now // admission tokens are cached by the wall clock
 		signer, err := token.New([]usher.Key{mustKey(b, "t1")}, token.Options{})
@@ -139,6 +147,36 @@ func BenchmarkTunedProxy(b *testing.B) {
 	p := &httputil.ReverseProxy{
 		Rewrite:    func(r *httputil.ProxyRequest) { r.SetURL(origin); r.SetXForwarded() },
 		Transport:  memOrigin,
+		BufferPool: gate.NewBufferPool(),
+	}
+	target, _ := url.Parse("http://shop.test/product/1")
+	w := &benchWriter{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset()
+		p.ServeHTTP(w, benchRequest(target, "__usher_wr=0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"))
+		if w.code != 200 || w.h.Get("X-Origin") != "1" {
+			b.Fatal(w.code)
+		}
+	}
+}
+
+// BenchmarkTunedProxyLoopback is BenchmarkTunedProxy to a real origin on
+// loopback, answering as featureGate's origin does, through the gate's
+// transport (gate.NewTransport): the reference of
+// BenchmarkAdmittedRequestLoopback.
+func BenchmarkTunedProxyLoopback(b *testing.B) {
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Origin", "1")
+		io.WriteString(w, "inside")
+	}))
+	defer o.Close()
+	origin, _ := url.Parse(o.URL)
+	tr := gate.NewTransport()
+	defer tr.CloseIdleConnections()
+	p := &httputil.ReverseProxy{
+		Rewrite:    func(r *httputil.ProxyRequest) { r.SetURL(origin); r.SetXForwarded() },
+		Transport:  tr,
 		BufferPool: gate.NewBufferPool(),
 	}
 	target, _ := url.Parse("http://shop.test/product/1")

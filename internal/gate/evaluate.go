@@ -128,6 +128,9 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 			return challengeDecision(&sched, ch), nil
 		}
 	}
+	if t != nil && t.State == usher.Waiting {
+		m.At = g.hold(r.Context(), m.Room, t, m.At)
+	}
 	start := time.Now()
 	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP})
 	if err != nil {

@@ -73,7 +73,10 @@ type Options struct {
 	// unmatched requests and failed decisions are not observed.
 	Observe func(room string, o usher.Outcome, d time.Duration)
 	// Transport carries proxied requests (nil: a clone of
-	// http.DefaultTransport keeping up to 100 idle connections per origin).
+	// http.DefaultTransport keeping up to 100 idle connections per origin,
+	// and usher's own lean client for GET and HEAD requests without a body
+	// to plain http origins not behind an HTTP proxy from the environment;
+	// see originClient).
 	Transport http.RoundTripper
 	// Pages renders the waiting and reject pages (nil: web.Default()).
 	Pages *web.Pages
@@ -123,7 +126,10 @@ type Gate struct {
 	log           *slog.Logger
 	observe       func(string, usher.Outcome, time.Duration)
 	pages         *web.Pages
-	proxy         *httputil.ReverseProxy
+	proxy         *httputil.ReverseProxy // upgrade requests (pass: the others)
+	transport     http.RoundTripper
+	lean          *originClient // GET and HEAD without a body (nil: transport only)
+	buffers       httputil.BufferPool
 	rules         map[string]*rules.Set    // room id -> compiled bypass rules
 	custom        map[string]*web.Template // custom page path -> template
 	countryHeader string
@@ -136,6 +142,7 @@ type Gate struct {
 	tokens        *Tokens
 	notes         *guard.Notes
 	health        map[*usher.Room]*autopilot.Recorder
+	held          held // visits held (see hold)
 }
 
 // New returns a Gate for opts, or an error naming the first problem found
@@ -234,13 +241,18 @@ func New(opts Options) (*Gate, error) {
 	}
 	transport := opts.Transport
 	if transport == nil {
-		transport = NewTransport()
+		t := NewTransport()
+		transport = t
+		if !viaProxy(t, g.defaultOrigin, g.origins) {
+			g.lean = newOriginClient(t.MaxIdleConnsPerHost, t.IdleConnTimeout)
+		}
 	}
+	g.transport, g.buffers = transport, NewBufferPool()
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		ModifyResponse: g.modifyResponse,
 		Transport:      transport,
-		BufferPool:     NewBufferPool(),
+		BufferPool:     g.buffers,
 		ErrorHandler:   g.proxyError,
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
@@ -301,6 +313,30 @@ func (bp bufferPool) Put(b []byte) {
 	if cap(b) == bufferSize {
 		bp.p.Put((*[bufferSize]byte)(b[:bufferSize]))
 	}
+}
+
+// viaProxy reports whether t sends requests to any of the origins through
+// an HTTP proxy (HTTP_PROXY in the environment): originClient does not.
+func viaProxy(t *http.Transport, def *url.URL, origins map[*usher.Room]*url.URL) bool {
+	if t.Proxy == nil {
+		return false
+	}
+	check := func(u *url.URL) bool {
+		if u == nil {
+			return false
+		}
+		p, err := t.Proxy(&http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}})
+		return err != nil || p != nil
+	}
+	if check(def) {
+		return true
+	}
+	for _, u := range origins {
+		if check(u) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseOrigin parses an absolute http or https URL.

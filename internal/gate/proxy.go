@@ -5,10 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -85,14 +86,28 @@ func (g *Gate) forward(w http.ResponseWriter, r *http.Request, m Match, d usher.
 	}
 	info.peer = server.PeerAddr(r)
 	info.peerTrusted = server.IsTrusted(info.peer, g.trusted)
-	g.proxy.ServeHTTP(w, r.WithContext(ctx))
+	if upgrading(r.Header) {
+		// A tunnel (WebSocket, h2c): ReverseProxy's own.
+		g.proxy.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
+	g.pass(w, r, ctx)
 }
 
 // proxyContext is a proxied request's context: its parent with the
-// proxyInfo under proxyKey, in one allocation.
+// proxyInfo under proxyKey, and what the proxy core needs for the request,
+// in one allocation.
 type proxyContext struct {
 	context.Context
 	info proxyInfo
+
+	// for pass:
+	url   url.URL
+	body  bodyReader
+	trace httptrace.ClientTrace
+	w     http.ResponseWriter // for 1xx answers, under mu until done
+	mu    sync.Mutex
+	done  bool // the final answer came: no more 1xx
 }
 
 func (c *proxyContext) Value(key any) any {
@@ -117,8 +132,12 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetURL(info.target)
 	h := pr.Out.Header
+	var folded string
+	if info.tokenHeader != "" {
+		folded = g.tokens.folded
+	}
 	for k := range h {
-		if len(k) >= len("X-Usher-") && strings.EqualFold(k[:len("X-Usher-")], "X-Usher-") {
+		if hasNamePrefix(k, "x-usher-") || isForwarding(k) || (folded != "" && sameName(k, folded)) {
 			delete(h, k)
 		}
 	}
@@ -134,24 +153,11 @@ func (g *Gate) rewrite(pr *httputil.ProxyRequest) {
 		vals = append(vals, v)
 		h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
-	if info.tokenHeader != "" {
+	if info.token != "" {
 		// Only usher says a visitor came through the line.
-		delete(h, info.tokenHeader)
-		if info.token != "" {
-			set(info.tokenHeader, info.token)
-		}
+		set(info.tokenHeader, info.token)
 	}
-	if info.peer.IsValid() {
-		xff := info.peer.String()
-		if prior := pr.In.Header["X-Forwarded-For"]; info.peerTrusted && len(prior) > 0 {
-			xff = strings.Join(prior, ", ") + ", " + xff
-		}
-		set("X-Forwarded-For", xff)
-	}
-	set("X-Forwarded-Proto", info.scheme)
-	if info.host != "" {
-		set("X-Forwarded-Host", info.host)
-	}
+	g.setForwarded(set, pr.In.Header, info)
 }
 
 // proxyError answers a request the origin did not answer: 502 with the

@@ -24,6 +24,7 @@ type Tokens struct {
 	CacheSize int
 
 	cache  *token.Cache
+	folded string // Header, foldName'd
 	jwks   http.Handler
 	verify http.Handler
 }
@@ -34,6 +35,7 @@ func (t *Tokens) init(now func() time.Time) {
 		t.Header = token.DefaultHeader
 	}
 	t.Header = http.CanonicalHeaderKey(t.Header)
+	t.folded = foldName(t.Header)
 	t.cache = t.Signer.NewCache(t.CacheSize)
 	t.jwks = t.Signer.JWKSHandler()
 	t.verify = t.Signer.Verifier().VerifyHandler(token.HandlerOptions{Header: t.Header, Now: now})

@@ -264,6 +264,7 @@ func (s *Store) flushLocked(final bool) error {
 	if len(writes) == 0 && !final && seq == s.flushed {
 		return nil
 	}
+	s.commits.Add(1)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		rooms := tx.Bucket(bucketRooms)
 		for _, w := range writes {

@@ -9,7 +9,10 @@ import (
 
 // rateWindow is the number of one-second admission buckets summed for the
 // rate limit: an admission at now is refused when the admissions in
-// (now-60s, now] reach the limit, and those fall in 61 whole seconds.
+// (now-60s, now] reach the limit, and those fall in 61 whole seconds. The
+// oldest of them, the second now-60, is left out as soon as its last
+// admission is 60 s old (rateOut), so that a second's admissions leave
+// the window when the last of them does, not up to a second later.
 const rateWindow = 61
 
 // cellKey names one counter, or one visitor's record, for persistence.
@@ -64,6 +67,7 @@ type room struct {
 	active   map[int64]int64           // expiry second -> count
 	activeN  int64                     // sum of active
 	admitted map[int64]int64           // second -> admissions
+	admLast  map[int64]int64           // second -> unix ms of its last admission (none: unknown)
 	admN     int64                     // sum of admitted
 	lapsed   int64                     // waiting counts expired (abandoned), since the store opened
 	expired  int64                     // every cell with expiry <= this is gone
@@ -85,6 +89,7 @@ func newRoom(persist bool) *room {
 		waiting:  map[int64]map[int64]int64{},
 		active:   map[int64]int64{},
 		admitted: map[int64]int64{},
+		admLast:  map[int64]int64{},
 		records:  newRecords(),
 	}
 	if persist {
@@ -155,6 +160,7 @@ func (r *room) expire(now int64) {
 		}
 		r.admN -= c
 		delete(r.admitted, sec)
+		delete(r.admLast, sec)
 		r.mark(cellKey{kind: kindAdmitted, exp: sec})
 	}
 	r.expireRecords(now)
@@ -250,12 +256,48 @@ func (r *room) addAdmitted(sec, d int64) {
 	r.mark(cellKey{kind: kindAdmitted, exp: sec})
 }
 
-// stats returns the counters at now; expire(now) must have run.
-func (r *room) stats(total, perMinute int) usher.RoomStats {
+// admittedAt counts one admission in second sec, at ms (unix ms).
+func (r *room) admittedAt(sec, ms int64) {
+	r.addAdmitted(sec, 1)
+	r.admLast[sec] = max(r.admLast[sec], ms, sec*1000)
+}
+
+// rateOut returns the admissions of the second nowMs-60s falls in when
+// every one of them is at least 60 s before nowMs: out of the window
+// (nowMs-60s, nowMs]. The last admission of a second loaded from disk is
+// not known: it is taken as the second's last millisecond.
+func (r *room) rateOut(nowMs int64) int64 {
+	sec := floorDiv(nowMs, 1000) - (rateWindow - 1)
+	c := r.admitted[sec]
+	if c <= 0 {
+		return 0
+	}
+	last, ok := r.admLast[sec]
+	if !ok {
+		last = sec*1000 + 999
+	}
+	if last <= nowMs-60_000 {
+		return c
+	}
+	return 0
+}
+
+// floorDiv is a / b rounded down (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// stats returns the counters at nowMs (unix ms); expire must have run for
+// its second.
+func (r *room) stats(nowMs int64, total, perMinute int) usher.RoomStats {
 	s := usher.RoomStats{
 		Active:             max(r.activeN, 0),
 		Waiting:            max(r.live.total, 0),
-		AdmittedLastMinute: max(r.admN, 0),
+		AdmittedLastMinute: max(r.admN-r.rateOut(nowMs), 0),
 	}
 	s.Slots = max(0, min(int64(total)-s.Active, int64(perMinute)-s.AdmittedLastMinute))
 	return s
@@ -278,7 +320,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			Admitted:  rc.admitted,
 			Record:    rc.public(),
 			Ahead:     max(r.live.before(op.Bucket), 0),
-			RoomStats: r.stats(op.TotalActiveUsers, op.NewUsersPerMinute),
+			RoomStats: r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute),
 		}
 	}
 	switch {
@@ -295,7 +337,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 		r.addWaiting(op.From.Exp, from, -1)
 	}
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0), TookOver: tookOver}
-	st := r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
+	st := r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute)
 	newcomer := op.From.At.IsZero() && !known
 	if newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0 {
 		if r.sketch == nil {
@@ -330,7 +372,9 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.addActive(op.ActiveExp, 1)
 			cell = op.ActiveExp
 		}
-		r.addAdmitted(now, 1)
+		// Rounded up to the millisecond: it leaves the window when that
+		// is 60 s old.
+		r.admittedAt(now, op.Now.Add(time.Millisecond-1).UnixMilli())
 		r.remember(op.Visitor, record{at: counted, cell: cell, keep: max(op.Keep, cell), admitted: true, from: from}, now)
 	default:
 		cell, bucket := int64(0), op.Bucket
@@ -353,7 +397,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	if res.OverClient && !op.Client.Refuse {
 		res.Ahead = max(r.live.before(op.Client.Back), 0)
 	}
-	res.RoomStats = r.stats(op.TotalActiveUsers, op.NewUsersPerMinute)
+	res.RoomStats = r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute)
 	return res
 }
 
@@ -399,10 +443,10 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	return usher.RenewResult{Record: next.public()}
 }
 
-// peek returns the live waiters ahead of bucket and the counters.
-func (r *room) peek(now, bucket int64) (int64, usher.RoomStats) {
-	r.expire(now)
-	return max(r.live.before(bucket), 0), r.stats(0, 0)
+// peek returns the live waiters ahead of bucket and the counters at now.
+func (r *room) peek(now time.Time, bucket int64) (int64, usher.RoomStats) {
+	r.expire(now.Unix())
+	return max(r.live.before(bucket), 0), r.stats(now.UnixMilli(), 0, 0)
 }
 
 // value returns the current count under k, for persistence.

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -62,8 +63,9 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
-	flushMu    sync.Mutex // one flush at a time
-	flushed    uint64     // seq covered by the last successful flush
+	flushMu    sync.Mutex    // one flush at a time
+	flushed    uint64        // seq covered by the last successful flush
+	commits    atomic.Uint64 // flushes that wrote to the file
 	stop, done chan struct{}
 	closeOnce  sync.Once
 
@@ -183,7 +185,7 @@ func (s *Store) Peek(_ context.Context, roomID string, now time.Time, bucket int
 	if r == nil {
 		return 0, usher.RoomStats{}, nil
 	}
-	ahead, st := r.peek(now.Unix(), bucket)
+	ahead, st := r.peek(now, bucket)
 	return ahead, st, nil
 }
 
@@ -219,7 +221,7 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(0, 0), nil
+	return r.stats(now.UnixMilli(), 0, 0), nil
 }
 
 // Lapsed implements usher.Store: the waiting counts expired since the

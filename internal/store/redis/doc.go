@@ -24,7 +24,9 @@
 //	            of the waiters counted in the cell expiring at exp, 64
 //	            buckets a page, and "exp" -> the cell's pages
 //	{p:room}:a  active cells: expiry second -> count
-//	{p:room}:r  admissions per second, for the 61-second rate window
+//	{p:room}:r  admissions per second, for the 61-second rate window, and
+//	            "l<second>" -> the unix ms of the second's last admission
+//	            (the second leaves the window when that is 60 s old)
 //	{p:room}:am:<unix>, {p:room}:ah:<unix>
 //	            a minute's and an hour's analytics (see analytics.go),
 //	            each expiring when its retention ends

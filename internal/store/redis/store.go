@@ -159,7 +159,10 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		flag(op.NoAdmit), flag(op.Force),
 		flag(op.Random), strconv.FormatFloat(op.Draw, 'g', -1, 64),
 		flag(op.Joining), itoa(atMilli(op.Counted)), itoa(op.Keep),
-		itoa(op.FromBucket), itoa(op.DrawBefore))
+		itoa(op.FromBucket), itoa(op.DrawBefore),
+		// The admission's time rounded up to the millisecond: it leaves
+		// the rate window when that is 60 s old (scripts/common.lua).
+		itoa(op.Now.Add(time.Millisecond-1).UnixMilli()))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
 		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 		for _, cell := range limit.Cells(c.Key) {
@@ -242,7 +245,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
+	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
 	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
@@ -255,7 +258,7 @@ func (s *Store) Lapsed(ctx context.Context, room string, now time.Time) (int64, 
 	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix())}), v[:]); err != nil {
+	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return 0, err
 	}
 	return v[3], nil

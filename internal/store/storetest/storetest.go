@@ -27,6 +27,7 @@ func Run(t *testing.T, open Opener) {
 		{"EmptyRoomAdmits", testEmptyRoomAdmits},
 		{"ConcurrencyLimit", testConcurrencyLimit},
 		{"RateLimit", testRateLimit},
+		{"RateWindowToTheMillisecond", testRateWindowMs},
 		{"ActiveCellsExpire", testActiveCellsExpire},
 		{"WaitersAheadByBucket", testWaitersAheadByBucket},
 		{"WaitingMoveCountsOnce", testWaitingMoveCountsOnce},
@@ -179,6 +180,51 @@ func testRateLimit(t *testing.T, s usher.Store) {
 	w.From.Exp = T0.Unix() + 64
 	if res := mustAdmit(t, s, "r", w); !res.Admitted || res.Waiting != 0 {
 		t.Fatalf("the waiter after 61 s: %+v, want admitted", res)
+	}
+}
+
+// testRateWindowMs: a second's admissions leave the rate window when the
+// last of them is 60 s old, to the millisecond, not at the next whole
+// second; until then all of them count.
+func testRateWindowMs(t *testing.T, s usher.Store) {
+	ms := func(d int64) time.Time { return T0.Add(time.Duration(d) * time.Millisecond) }
+	for _, at := range []int64{100, 300} { // two admissions in the second T0
+		if res := mustAdmit(t, s, "r", op(ms(at), 100, 2)); !res.Admitted {
+			t.Fatalf("admission at %d ms: %+v", at, res)
+		}
+	}
+	for _, tt := range []struct {
+		at   int64 // ms after T0
+		want int64 // admitted in the last minute
+	}{
+		{59_999, 2}, {60_099, 2}, {60_100, 2}, {60_299, 2},
+	} {
+		if st := mustStats(t, s, "r", ms(tt.at)); st.AdmittedLastMinute != tt.want {
+			t.Errorf("stats at %d ms: %d admitted in the last minute, want %d", tt.at, st.AdmittedLastMinute, tt.want)
+		}
+	}
+	// A waiter at 60.299 s is refused, at 60.300 s admitted: the limit of
+	// 2 a minute holds in every window (t-60 s, t].
+	w := op(ms(60_299), 100, 2)
+	if res := mustAdmit(t, s, "r", w); res.Admitted || res.Slots != 0 || res.AdmittedLastMinute != 2 {
+		t.Fatalf("waiter at 60.299 s: %+v, want waiting with no slots", res)
+	}
+	if _, st, err := s.Peek(context.Background(), "r", ms(60_299), w.Bucket); err != nil || st.AdmittedLastMinute != 2 {
+		t.Fatalf("peek at 60.299 s: %+v %v, want 2 admitted in the last minute", st, err)
+	}
+	if _, st, err := s.Peek(context.Background(), "r", ms(60_300), w.Bucket); err != nil || st.AdmittedLastMinute != 0 {
+		t.Fatalf("peek at 60.300 s: %+v %v, want none admitted in the last minute", st, err)
+	}
+	if res := mustAdmit(t, s, "r", checkIn(w, ms(60_300))); !res.Admitted || res.AdmittedLastMinute != 1 {
+		t.Fatalf("waiter at 60.300 s: %+v, want admitted, one in the last minute", res)
+	}
+	for _, at := range []int64{60_999, 61_000, 120_299} {
+		if st := mustStats(t, s, "r", ms(at)); st.AdmittedLastMinute != 1 {
+			t.Errorf("stats at %d ms: %d admitted in the last minute, want 1", at, st.AdmittedLastMinute)
+		}
+	}
+	if st := mustStats(t, s, "r", ms(120_300)); st.AdmittedLastMinute != 0 {
+		t.Errorf("stats at 120.300 s: %d admitted in the last minute, want 0", st.AdmittedLastMinute)
 	}
 }
 

@@ -4,11 +4,11 @@
 -- exp, active exp, total active users, new users per minute, concurrency
 -- hold after a loss (ms), no admit (0/1), force (0/1), random (0/1), draw
 -- (in [0, 1)), joining (0/1), counted (ms), keep (unix s), from bucket
--- (0: bucket), draw before (0: every bucket draws), client limit per
--- minute (0: none), refuse (0/1), back bucket, take over (ms: a waiting
--- record counted from the ticket presented at or before it is taken over;
--- 0: never), take over cell (the record's cell expires at or before it;
--- 0: any), then the client's Depth sketch cells.
+-- (0: bucket), draw before (0: every bucket draws), now rounded up to
+-- the ms, client limit per minute (0: none), refuse (0/1), back bucket,
+-- take over (ms: a waiting record counted from the ticket presented at or
+-- before it is taken over; 0: never), take over cell (the record's cell
+-- expires at or before it; 0: any), then the client's Depth sketch cells.
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
 -- born, rec, replay, record at, record cell, record admitted, over,
@@ -21,19 +21,24 @@ local noAdmit, force = ARGV[14] == '1', ARGV[15] == '1'
 local random, draw = ARGV[16] == '1', tonumber(ARGV[17])
 local joining, counted, keep = ARGV[18] == '1', tonumber(ARGV[19]), tonumber(ARGV[20])
 local fromBucket, drawBefore = tonumber(ARGV[21]), tonumber(ARGV[22])
-local clientMax, refuse, back = tonumber(ARGV[23]), ARGV[24] == '1', tonumber(ARGV[25])
-local takeOver, takeOverCell = tonumber(ARGV[26]), tonumber(ARGV[27])
-local CELLS = 28 -- the first sketch cell's ARGV
+local stamp = tonumber(ARGV[23])
+local clientMax, refuse, back = tonumber(ARGV[24]), ARGV[25] == '1', tonumber(ARGV[26])
+local takeOver, takeOverCell = tonumber(ARGV[27]), tonumber(ARGV[28])
+local CELLS = 29 -- the first sketch cell's ARGV
 if fromBucket == 0 then
   fromBucket = bucket
 end
 
 local m = open()
 local now = math.max(NOW, m.x)
+local ms = math.max(NOW_MS, now * 1000)
 expire(m, now)
+-- The oldest second's admissions that left the window (see rate_out):
+-- they stay counted in m.rn until the second expires.
+local out = rate_out(now, ms)
 
 local function slots()
-  local act, rate = total - m.an, perMinute - m.rn
+  local act, rate = total - m.an, perMinute - (m.rn - out)
   if m.rec then
     if NOW_MS < m.rec + hold then
       act = 0
@@ -50,7 +55,7 @@ local function result(admitted, ahead, replay, rc, over, took)
   if rc then
     at, c, adm, from = rc.at, rc.cell, rc.admitted and 1 or 0, rc.from or 0
   end
-  return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn),
+  return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn - out),
     slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0}
 end
 
@@ -158,6 +163,8 @@ elseif admitted then
     c = activeExp
   end
   redis.call('HINCRBY', R, now, 1)
+  local last = tonumber(redis.call('HGET', R, 'l' .. now)) or 0
+  redis.call('HSET', R, 'l' .. now, math.max(last, stamp, now * 1000))
   m.rn = m.rn + 1
   next = {at = counted, cell = c, admitted = true, from = fromAt}
   remember(V, next, math.max(keep, c), rc, now)

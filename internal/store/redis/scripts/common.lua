@@ -9,7 +9,8 @@
 --               buckets a page; "exp" -> packed records (page, 1) of the
 --               cell's pages
 --   4 active    hash: expiry second -> active count
---   5 admitted  hash: second -> admissions
+--   5 admitted  hash: second -> admissions; "l<second>" -> unix ms of the
+--               second's last admission
 --   6 visitor   string (admit, renew): the record of the ticket the room
 --               counted last for one visitor, packed: counted-at (ms, a
 --               double), cell and keep (unix seconds, uint32), admitted
@@ -168,6 +169,23 @@ local function waiting_due(from, to, fn)
     fields[#fields + 1] = f
   end
   return fields
+end
+
+-- rate_out returns the admissions of second now - RATE + 1, the oldest
+-- the window holds, when the last of them is at least 60 s before ms (unix
+-- ms): none of them is in (ms - 60 s, ms] any more. A second whose last
+-- admission is not known counts to its last millisecond.
+local function rate_out(now, ms)
+  local s = now - RATE + 1
+  local c = num(redis.call('HGET', R, s))
+  if c <= 0 then
+    return 0
+  end
+  local last = tonumber(redis.call('HGET', R, 'l' .. s)) or (s * 1000 + 999)
+  if last <= ms - 60000 then
+    return c
+  end
+  return 0
 end
 
 -- meta reads the meta hash into a table of numbers.

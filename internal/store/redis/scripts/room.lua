@@ -380,6 +380,10 @@ local function expire(m, now)
   for k = 1, #vals do
     m.rn = m.rn - num(vals[k])
   end
+  local n = #fields
+  for k = 1, n do
+    fields[n + k] = 'l' .. fields[k]
+  end
   hdel(R, fields)
 
   local delta = {}

@@ -1,9 +1,9 @@
 -- stats.lua: a room's counters at a second, read only (usher.Store.Stats).
 -- Cells that are due but not yet expired are left out of the counts.
 --
--- ARGV 1: now (unix second). Returns {active, waiting, admitted last
--- minute, lapsed waiters}.
-local now = tonumber(ARGV[1])
+-- ARGV 1: now (unix second), 2: now (unix ms). Returns {active, waiting,
+-- admitted last minute, lapsed waiters}.
+local now, nowMs = tonumber(ARGV[1]), tonumber(ARGV[2])
 if redis.call('EXISTS', M) == 0 then
   return {0, 0, 0, 0}
 end
@@ -24,4 +24,5 @@ if now > x then
     lp = lp + c
   end)
 end
+rn = rn - rate_out(now, nowMs)
 return {math.max(0, an), math.max(0, wn), math.max(0, rn), lp}
