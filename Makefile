@@ -41,6 +41,8 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzOutHeader ./internal/gate
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./internal/token
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./verify
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzWaitingJSONAsMarshal ./internal/gate
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzFill ./internal/web
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzLanguage ./internal/web
 
 build:

@@ -62,6 +62,7 @@ type benchFlags struct {
 	maxRefresh time.Duration
 	stepsFlag  string
 	steps      []int
+	reference  bool
 
 	// autopilot
 	apCase     string
@@ -120,7 +121,7 @@ var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
-	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps"},
+	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference"},
 	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
 		"case", "origin", "horizon", "sides-at-once"},
 }
@@ -166,6 +167,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
 	fs.StringVar(&f.stepsFlag, "steps", "", "standing-room: the numbers of waiters to try, comma-separated and rising (default 1000,10000,100000,250000,500000,1000000 up to --max-waiters)")
 	fs.DurationVar(&f.maxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
+	fs.BoolVar(&f.reference, "reference", false, "standing-room: a static server in usher's place, giving the same intervals: what the machine and the generator cost alone")
 	fs.StringVar(&f.apCase, "case", "high", "autopilot: the room's limits 3x too high or too low for the origin: high, low or both")
 	fs.BoolVar(&f.apAtOnce, "sides-at-once", false, "autopilot: run a case's two sides (fixed limits, autopilot) at once, each under the other's load, in half the time")
 	fs.StringVar(&f.originSpec, "origin", autopilotOrigin, "autopilot: the origin in this process: WORKERS,SERVICE,TIMEOUT (a request that waits TIMEOUT for a worker gets 504)")

@@ -41,6 +41,7 @@ const benchProfileEnv = "USHER_BENCH_CPUPROFILE"
 //
 //	bench-target proxy --origin URL [--unpooled]
 //	bench-target usher --dir DIR --rooms FILE --origin URL [--trusted CIDR]
+//	bench-target static --refresh D --max-refresh D
 func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench-target: proxy or usher")
@@ -52,6 +53,8 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "usher: the embedded store's directory")
 	rooms := fs.String("rooms", "", "usher: a file with the rooms' YAML (%s where the origin goes)")
 	trusted := fs.String("trusted", "", "usher: trusted proxies, comma-separated")
+	refresh := fs.Duration("refresh", 20*time.Second, "static: the first interval")
+	maxRefresh := fs.Duration("max-refresh", 2*time.Minute, "static: the longest interval")
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -87,6 +90,13 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
 		return server.Serve(ctx, ln, referenceProxy(target, !*unpooled), quiet)
+	case "static":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		return server.Serve(ctx, ln, staticWaiting(*refresh, *maxRefresh), quiet)
 	case "usher":
 		yaml, err := os.ReadFile(*rooms)
 		if err != nil {

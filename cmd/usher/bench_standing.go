@@ -5,18 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -27,7 +27,10 @@ import (
 // each follows the interval usher gives it (as the waiting page does), the
 // check-in latency, and the usher process's memory.
 type StandingResult struct {
-	Scenario    string  `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Reference is true when a static server stood in usher's place
+	// (--reference): the figures are the machine's and the generator's.
+	Reference   bool    `json:"reference,omitempty"`
 	RefreshS    float64 `json:"refresh_interval_s"`
 	MaxRefreshS float64 `json:"max_refresh_interval_s"`
 	BoundMs     float64 `json:"bound_p99_ms"`
@@ -46,6 +49,10 @@ type StandingStep struct {
 	// CheckInsPerS is the check-ins a second the waiters sent, each when
 	// its last answer said.
 	CheckInsPerS float64 `json:"checkins_per_s"`
+	// PeakPerS is the most check-ins due in one second of the step (by
+	// their scheduled moments): well above CheckInsPerS, the waiters come
+	// in bursts.
+	PeakPerS int `json:"peak_checkins_per_s"`
 	// FixedRPS is what the same waiters would send checking in every
 	// refresh_interval.
 	FixedRPS float64 `json:"fixed_interval_rps"`
@@ -54,14 +61,26 @@ type StandingStep struct {
 	// LateP99ms is how late the generator sent its check-ins (p99): above
 	// a second, it could not keep up and the step measures nothing.
 	LateP99ms float64 `json:"late_p99_ms"`
-	Errors    int     `json:"errors"`
+	// SchedP99ms is the p99 from the moment each check-in was due (its
+	// last answer plus the interval it gave, as the page counts) to its
+	// full answer: the latency with the generator's own lateness in it,
+	// so that a generator falling behind cannot hide slow answers.
+	SchedP99ms float64 `json:"p99_from_schedule_ms"`
+	Errors     int     `json:"errors"`
+	// Connections is how many connections the generator opened during
+	// the step: it keeps them alive, as browsers do, so a steady step
+	// opens none.
+	Connections int `json:"connections_opened"`
 	// Admitted is how many waiters the room let in during the step: the
 	// front of the line moves.
 	Admitted int `json:"admitted"`
 	// UsherCPUus is usher's CPU time (user and system) per check-in
 	// during the step, in microseconds: what a check-in costs whatever
 	// else the machine runs.
-	UsherCPUus     float64 `json:"usher_cpu_us_per_checkin"`
+	UsherCPUus float64 `json:"usher_cpu_us_per_checkin"`
+	// GeneratorCPUus is the load generator's CPU time per check-in: it
+	// shares the machine with usher.
+	GeneratorCPUus float64 `json:"generator_cpu_us_per_checkin"`
 	RSSMB          float64 `json:"rss_mb"`
 	GeneratorRSSMB float64 `json:"generator_rss_mb"`
 }
@@ -70,14 +89,9 @@ type StandingStep struct {
 // minute, so the first waiters check in as they near the front and the
 // long tail at max_refresh_interval.
 const (
-	standingRate   = 50
-	standingConfig = `listen: %s
-store:
-  embedded:
-    path: %s
-rooms:
-  - id: standing
-    origin: %s
+	standingRate = 50
+	standingRoom = `  - id: standing
+    origin: %%s
     routes:
       - path: /
     total_active_users: %d
@@ -107,30 +121,36 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	osrv := &http.Server{Handler: origin}
 	go osrv.Serve(oln)
 	defer osrv.Close()
-	addr, err := freeLoopback()
+	rooms := filepath.Join(dir, "rooms.yaml")
+	body := fmt.Sprintf(standingRoom, standingRate, standingRate, f.refresh, f.maxRefresh)
+	if err := os.WriteFile(rooms, []byte(body), 0o600); err != nil {
+		return nil, err
+	}
+	// With USHER_BENCH_CPUPROFILE set to a directory, usher writes its
+	// CPU profile there (usher.cpu.pprof) and the generator its own
+	// (standing-generator.cpu.pprof).
+	if prof := os.Getenv(benchProfileEnv); prof != "" {
+		pf, err := os.Create(filepath.Join(prof, "standing-generator.cpu.pprof"))
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return nil, err
+		}
+		defer pf.Close()
+		defer pprof.StopCPUProfile()
+	}
+	args := []string{"usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms, "--origin", "http://" + oln.Addr().String()}
+	if f.reference {
+		args = []string{"static", "--refresh", f.refresh.String(), "--max-refresh", f.maxRefresh.String()}
+	}
+	target, err := startChild(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
-	cfgPath := filepath.Join(dir, "usher.yaml")
-	body := fmt.Sprintf(standingConfig, addr, filepath.Join(dir, "data"), "http://"+oln.Addr().String(),
-		standingRate, standingRate, f.refresh, f.maxRefresh)
-	if err := os.WriteFile(cfgPath, []byte(body), 0o600); err != nil {
-		return nil, err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "--config", cfgPath)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	base := "http://" + addr + "/"
-	if err := waitUp(ctx, base+"__usher/status/standing"); err != nil {
-		return nil, err
-	}
+	defer target.stop()
+	pid := target.cmd.Process.Pid
+	base := target.url + "/"
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = standingWorkers, standingWorkers
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -140,7 +160,7 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 			return nil, err
 		}
 	}
-	res := &StandingResult{Scenario: "standing-room", RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
+	res := &StandingResult{Scenario: "standing-room", Reference: f.reference, RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
 		BoundMs: float64(f.bound) / float64(time.Millisecond)}
 	if len(f.steps) == 0 {
 		return res, nil
@@ -163,13 +183,14 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 		if err := sleepCtx(ctx, f.refresh+f.refresh/10+2*time.Second); err != nil {
 			return nil, err
 		}
-		cpu0 := cpuSeconds(cmd.Process.Pid)
+		cpu0, gen0 := cpuSeconds(pid), cpuSeconds(os.Getpid())
 		step := c.measure(ctx, f.maxRefresh)
 		if sent := step.CheckInsPerS * f.maxRefresh.Seconds(); sent > 0 {
-			step.UsherCPUus = (cpuSeconds(cmd.Process.Pid) - cpu0) / sent * 1e6
+			step.UsherCPUus = (cpuSeconds(pid) - cpu0) / sent * 1e6
+			step.GeneratorCPUus = (cpuSeconds(os.Getpid()) - gen0) / sent * 1e6
 		}
 		step.FixedRPS = float64(step.Waiters) / f.refresh.Seconds()
-		step.RSSMB = rssMB(cmd.Process.Pid)
+		step.RSSMB = rssMB(pid)
 		step.GeneratorRSSMB = rssMB(os.Getpid())
 		res.Steps = append(res.Steps, step)
 		if ctx.Err() != nil {
@@ -189,25 +210,41 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	return res, nil
 }
 
-// standingWorkers is the most check-ins the generator has in flight.
+// standingWorkers is the generator's connections, each with at most one
+// check-in in flight.
 const standingWorkers = 256
 
+// standingArrivals is how many newcomers a second join the line at each
+// step: they arrive spread out, as a crowd does, rather than all at the
+// start of the step (a burst the bench itself would make, and which every
+// later check-in of theirs would repeat).
+const standingArrivals = 2500
+
+// pageSlack is what the waiting page adds to refreshIntervalSeconds before
+// it checks in again, so that rounding never makes it early.
+const pageSlack = 200 * time.Millisecond
+
 // crowd is the load generator's virtual waiters: each is its ticket cookie
-// in one arena and its index in a timing wheel of 100 ms slots, so that a
+// in one arena and its index in a timing wheel of 10 ms slots, so that a
 // million of them cost their cookies and little else (no goroutine, no
 // timer each). A waiter checks in when its last answer said, as the page
-// does, and leaves once let in.
+// does, and leaves once let in. The check-ins go out on standingWorkers
+// keep-alive HTTP/1.1 connections the generator speaks itself (see
+// waiterConn): net/http's client costs more CPU a request than usher's
+// answer, on the same two cores.
 type crowd struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	client *http.Client
-	url    string
+	req    []byte // the request up to its Cookie header
 	name   string // the cookie's name, the same for all
 
 	stride int      // bytes per waiter in the arena
 	chunks [][]byte // the arena: cookie values, stride bytes each, chunkSize waiters a chunk, made as waiters join
-	lens   []uint16 // cookie length per waiter
+	lens   []uint16 // cookie length per waiter; 0 until its first answer
 	n      atomic.Int64
+	conn   func(dials *atomic.Int64) checkInConn
+	dials  *atomic.Int64 // connections opened
+	in     atomic.Int64  // waiters who had their first answer
 
 	mu     sync.Mutex
 	wheel  [][]uint32
@@ -218,33 +255,67 @@ type crowd struct {
 	wg   sync.WaitGroup
 
 	rec      sync.Mutex
+	from     time.Time // the start of the measured step
+	perSec   []int     // check-ins due in each second of the step
 	on       bool
-	lats     []time.Duration
-	late     []time.Duration
+	lats     []time.Duration // send to full answer
+	sched    []time.Duration // the scheduled moment to full answer
+	late     []time.Duration // the scheduled moment to send
 	errs     int
 	admitted int
 	sent     int
 }
 
+// item is a waiter due to check in, and its slot: the slot's end is the
+// moment it is due.
 type item struct {
-	i   uint32
-	due int64 // unix ns
+	i    uint32
+	slot int64
 }
 
 const (
-	wheelSlot = 100 * time.Millisecond
+	wheelSlot = 10 * time.Millisecond
 	chunkSize = 1 << 14
 )
 
 // newCrowd makes room for up to max waiters of the room at url, whose
 // longest check-in interval is maxRefresh, and starts the wheel.
-func newCrowd(ctx context.Context, client *http.Client, url string, max int, maxRefresh time.Duration) (*crowd, error) {
-	ck, _, err := checkIn(ctx, client, url, "")
+func newCrowd(ctx context.Context, client *http.Client, base string, max int, maxRefresh time.Duration) (*crowd, error) {
+	ck, _, err := checkIn(ctx, client, base, "")
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(base)
 	if err != nil {
 		return nil, err
 	}
 	name, value, _ := strings.Cut(ck, "=")
-	c := &crowd{client: client, url: url, name: name, stride: len(value) + 96}
+	// What Go's HTTP client sends, so that usher parses as much as it did.
+	req := fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\nAccept: application/json\r\nAccept-Encoding: gzip\r\n",
+		u.RequestURI(), u.Host)
+	return startCrowd(ctx, req, name, len(value)+96, max, maxRefresh, func(dials *atomic.Int64) checkInConn {
+		wc := &waiterConn{addr: u.Host, dials: dials}
+		// Each connection opens at the start, as a crowd's browsers are
+		// connected before the steps are measured.
+		_ = wc.dial()
+		return wc
+	}), nil
+}
+
+// checkInConn is how a worker of the crowd sends a check-in: a
+// waiterConn, or in tests of the crowd's timing a stand-in for usher.
+type checkInConn interface {
+	get(req []byte, name string, cookie []byte) (status int, set, body []byte, err error)
+	close()
+}
+
+// startCrowd starts a crowd of up to max waiters whose cookies are named
+// name and at most stride bytes long, sending req (with each cookie) on
+// standingWorkers connections made by conn (which counts those it opens in
+// dials).
+func startCrowd(ctx context.Context, req []byte, name string, stride, max int, maxRefresh time.Duration,
+	conn func(dials *atomic.Int64) checkInConn) *crowd {
+	c := &crowd{req: req, name: name, stride: stride, conn: conn, dials: new(atomic.Int64)}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.chunks = make([][]byte, max/chunkSize+1)
 	c.lens = make([]uint16, max)
@@ -252,12 +323,12 @@ func newCrowd(ctx context.Context, client *http.Client, url string, max int, max
 	slots := int((maxRefresh+maxRefresh/5+10*time.Second)/wheelSlot) + 1
 	c.wheel = make([][]uint32, slots)
 	c.origin = time.Now()
-	c.work = make(chan item, 4096)
+	c.work = make(chan item, 1024)
 	for range standingWorkers {
 		c.wg.Go(c.worker)
 	}
 	c.wg.Go(c.dispatch)
-	return c, nil
+	return c
 }
 
 func (c *crowd) stop() {
@@ -267,61 +338,67 @@ func (c *crowd) stop() {
 
 func (c *crowd) joined() int { return int(c.n.Load()) }
 
-// join brings k new waiters in (64 at once), each then checking in on its
-// own.
+// join brings k new waiters in, standingArrivals a second, and returns
+// once each has had its first answer (its ticket), each then checking in
+// on its own. A newcomer whose first visit fails tries again 5 s later.
 func (c *crowd) join(k int) error {
-	var wg sync.WaitGroup
-	var first atomic.Pointer[error]
-	sem := make(chan struct{}, 64)
-	for range k {
-		if c.ctx.Err() != nil {
-			return c.ctx.Err()
-		}
-		sem <- struct{}{}
-		i := uint32(c.n.Load())
-		if k := int(i) / chunkSize; c.chunks[k] == nil {
-			c.chunks[k] = make([]byte, chunkSize*c.stride)
-		}
-		c.n.Add(1)
-		wg.Go(func() {
-			defer func() { <-sem }()
-			ck, after, err := checkIn(c.ctx, c.client, c.url, "")
-			if err == nil {
-				err = c.keep(i, ck)
+	start, first := time.Now(), c.n.Load()
+	want := first + int64(k)
+	for j := int64(0); ; {
+		// Newcomers are filed a second ahead: the wheel sends each at its
+		// own moment.
+		upTo := min(int64(k), int64(time.Since(start).Seconds()*standingArrivals)+standingArrivals)
+		for ; j < upTo; j++ {
+			i := uint32(first + j)
+			if ch := int(i) / chunkSize; c.chunks[ch] == nil {
+				c.chunks[ch] = make([]byte, chunkSize*c.stride)
 			}
-			if err != nil {
-				first.CompareAndSwap(nil, &err)
-				return
-			}
-			c.schedule(i, time.Now().Add(after))
-		})
+			c.n.Add(1)
+			c.schedule(i, start.Add(time.Duration(j)*time.Second/standingArrivals))
+		}
+		if j == int64(k) {
+			break
+		}
+		if err := sleepCtx(c.ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	wg.Wait()
-	if p := first.Load(); p != nil {
-		return *p
+	limit := time.Now().Add(time.Minute)
+	for c.in.Load() < want {
+		if time.Now().After(limit) {
+			return fmt.Errorf("the generator had answers for %d of %d newcomers a minute after they arrived", c.in.Load()-first, k)
+		}
+		if err := sleepCtx(c.ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// keep stores waiter i's cookie.
-func (c *crowd) keep(i uint32, cookie string) error {
-	name, value, _ := strings.Cut(cookie, "=")
-	if name != c.name || len(value) > c.stride {
-		return fmt.Errorf("the ticket cookie %q (%d bytes) does not fit the generator's %d", name, len(value), c.stride)
+// keep stores waiter i's cookie value.
+func (c *crowd) keep(i uint32, value []byte) error {
+	if len(value) > c.stride || len(value) == 0 {
+		return fmt.Errorf("the ticket cookie (%d bytes) does not fit the generator's %d", len(value), c.stride)
 	}
 	copy(c.chunks[int(i)/chunkSize][int(i)%chunkSize*c.stride:], value)
+	if c.lens[i] == 0 {
+		c.in.Add(1)
+	}
 	c.lens[i] = uint16(len(value))
 	return nil
 }
 
-func (c *crowd) cookie(i uint32) string {
+// cookie is waiter i's cookie value, in the arena; nil before its first
+// answer.
+func (c *crowd) cookie(i uint32) []byte {
 	off := int(i) % chunkSize * c.stride
-	return c.name + "=" + string(c.chunks[int(i)/chunkSize][off:off+int(c.lens[i])])
+	return c.chunks[int(i)/chunkSize][off : off+int(c.lens[i])]
 }
 
-// schedule files waiter i for a check-in at at.
+// schedule files waiter i for a check-in at at (at the end of at's slot).
 func (c *crowd) schedule(i uint32, at time.Time) {
-	s := int64(at.Sub(c.origin) / wheelSlot)
+	d := at.Sub(c.origin)
+	s := int64((d + wheelSlot - 1) / wheelSlot)
 	c.mu.Lock()
 	s = min(max(s, c.cursor), c.cursor+int64(len(c.wheel))-1)
 	k := s % int64(len(c.wheel))
@@ -329,79 +406,101 @@ func (c *crowd) schedule(i uint32, at time.Time) {
 	c.mu.Unlock()
 }
 
-// dispatch hands the waiters of every slot that is due to the workers.
+// dispatch hands the waiters of every slot that is due to the workers, at
+// the slot's end. When the workers are all busy it waits for them: the
+// check-ins go out late, and the lateness is measured.
 func (c *crowd) dispatch() {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
 	defer close(c.work)
 	var spare []uint32
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case now := <-t.C:
-			due := int64(now.Sub(c.origin) / wheelSlot)
-			for {
-				c.mu.Lock()
-				if c.cursor > due {
-					c.mu.Unlock()
-					break
-				}
-				k := c.cursor % int64(len(c.wheel))
-				list := c.wheel[k]
-				c.wheel[k] = spare[:0]
-				at := c.origin.Add(time.Duration(c.cursor) * wheelSlot).UnixNano()
-				c.cursor++
+		case <-t.C:
+		}
+		now := time.Since(c.origin)
+		for {
+			c.mu.Lock()
+			if time.Duration(c.cursor)*wheelSlot > now {
+				next := time.Duration(c.cursor)*wheelSlot - now
 				c.mu.Unlock()
-				for _, i := range list {
-					select {
-					case c.work <- item{i, at}:
-					case <-c.ctx.Done():
-						return
-					}
-				}
-				spare = list
+				t.Reset(next)
+				break
 			}
+			k := c.cursor % int64(len(c.wheel))
+			list := c.wheel[k]
+			c.wheel[k] = spare[:0]
+			slot := c.cursor
+			c.cursor++
+			c.mu.Unlock()
+			for _, i := range list {
+				select {
+				case c.work <- item{i, slot}:
+				case <-c.ctx.Done():
+					return
+				}
+			}
+			spare = list
 		}
 	}
 }
 
 func (c *crowd) worker() {
+	wc := c.conn(c.dials)
+	defer wc.close()
 	for it := range c.work {
+		due := c.origin.Add(time.Duration(it.slot) * wheelSlot)
 		start := time.Now()
-		ck, after, err := checkIn(c.ctx, c.client, c.url, c.cookie(it.i))
-		lat := time.Since(start)
+		status, set, body, err := wc.get(c.req, c.name, c.cookie(it.i))
+		end := time.Now()
 		if c.ctx.Err() != nil {
 			return
 		}
-		switch {
-		case errors.Is(err, errAdmitted):
-			// In: it shops and leaves the line.
-		case err == nil:
-			err = c.keep(it.i, ck)
+		var after time.Duration
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d", status)
+		}
+		if err == nil {
+			after, err = waitingAnswer(body)
+		}
+		if err == nil && set != nil {
+			err = c.keep(it.i, set)
+		}
+		if err == nil && c.lens[it.i] == 0 {
+			err = errors.New("a newcomer's waiting answer without its ticket cookie")
 		}
 		c.rec.Lock()
 		if c.on {
 			c.sent++
+			if k := int(due.Sub(c.from) / time.Second); k >= 0 && k < len(c.perSec) {
+				c.perSec[k]++
+			}
 			switch {
 			case errors.Is(err, errAdmitted):
 				c.admitted++
-				c.lats = append(c.lats, lat)
 			case err != nil:
 				c.errs++
-			default:
-				c.lats = append(c.lats, lat)
 			}
-			c.late = append(c.late, start.Sub(time.Unix(0, it.due)))
+			if err == nil || errors.Is(err, errAdmitted) {
+				c.lats = append(c.lats, end.Sub(start))
+				c.sched = append(c.sched, end.Sub(due))
+			}
+			c.late = append(c.late, start.Sub(due))
 		}
 		c.rec.Unlock()
 		switch {
 		case errors.Is(err, errAdmitted):
+			// In: it shops and leaves the line.
+			if c.lens[it.i] == 0 {
+				c.in.Add(1)
+			}
 		case err != nil:
 			// A failed check-in is tried again, as the page does.
-			c.schedule(it.i, time.Now().Add(5*time.Second))
+			c.schedule(it.i, end.Add(5*time.Second))
 		default:
-			c.schedule(it.i, time.Now().Add(after))
+			c.schedule(it.i, end.Add(after+pageSlack))
 		}
 	}
 }
@@ -409,23 +508,28 @@ func (c *crowd) worker() {
 // measure records the check-ins sent during d.
 func (c *crowd) measure(ctx context.Context, d time.Duration) StandingStep {
 	c.rec.Lock()
-	c.on, c.lats, c.late, c.errs, c.admitted, c.sent = true, c.lats[:0], c.late[:0], 0, 0, 0
+	c.on, c.lats, c.sched, c.late, c.errs, c.admitted, c.sent = true, c.lats[:0], c.sched[:0], c.late[:0], 0, 0, 0
+	start, dials := time.Now(), c.dials.Load()
+	c.from, c.perSec = start, make([]int, int(d/time.Second)+1)
 	c.rec.Unlock()
-	start := time.Now()
 	_ = sleepCtx(ctx, d)
 	c.rec.Lock()
 	defer c.rec.Unlock()
 	c.on = false
 	step := StandingStep{Waiters: c.joined(), CheckInsPerS: float64(c.sent) / time.Since(start).Seconds(),
-		Errors: c.errs, Admitted: c.admitted}
+		Errors: c.errs, Admitted: c.admitted, Connections: int(c.dials.Load() - dials)}
+	// The last second is cut short by the step's end.
+	step.PeakPerS = slices.Max(c.perSec[:max(len(c.perSec)-1, 1)])
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	if n := len(c.lats); n > 0 {
 		slices.Sort(c.lats)
-		step.P50ms = float64(c.lats[n/2]) / float64(time.Millisecond)
-		step.P99ms = float64(c.lats[n*99/100]) / float64(time.Millisecond)
+		step.P50ms, step.P99ms = ms(c.lats[n/2]), ms(c.lats[n*99/100])
+		slices.Sort(c.sched)
+		step.SchedP99ms = ms(max(c.sched[n*99/100], 0))
 	}
 	if n := len(c.late); n > 0 {
 		slices.Sort(c.late)
-		step.LateP99ms = float64(max(c.late[n*99/100], 0)) / float64(time.Millisecond)
+		step.LateP99ms = ms(max(c.late[n*99/100], 0))
 	}
 	return step
 }
@@ -474,19 +578,9 @@ func checkIn(ctx context.Context, c *http.Client, url, cookie string) (string, t
 	if resp.StatusCode != http.StatusOK {
 		return "", 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	body := buf.Bytes()
-	if !bytes.Contains(body, []byte(`"inWaitingRoom":true`)) {
-		return "", 0, errAdmitted
-	}
-	after := time.Duration(0)
-	if _, rest, ok := bytes.Cut(body, []byte(`"refreshIntervalSeconds":`)); ok {
-		end := bytes.IndexAny(rest, ",}")
-		if s, err := strconv.Atoi(string(rest[:max(end, 0)])); err == nil && s > 0 {
-			after = time.Duration(s) * time.Second
-		}
-	}
-	if after == 0 {
-		return "", 0, fmt.Errorf("a waiting answer without refreshIntervalSeconds: %.200s", body)
+	after, err := waitingAnswer(buf.Bytes())
+	if err != nil {
+		return "", 0, err
 	}
 	for _, sc := range resp.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(sc, "__usher_wr") {
@@ -497,18 +591,20 @@ func checkIn(ctx context.Context, c *http.Client, url, cookie string) (string, t
 	return cookie, after, nil
 }
 
-func waitUp(ctx context.Context, url string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+// waitingAnswer reads a check-in's JSON answer: the interval a waiting
+// answer gives (refreshIntervalSeconds), or errAdmitted for an answer that
+// let the visitor in.
+func waitingAnswer(body []byte) (time.Duration, error) {
+	if !bytes.Contains(body, []byte(`"inWaitingRoom":true`)) {
+		return 0, errAdmitted
 	}
-	return fmt.Errorf("usher at %s did not come up", url)
+	if _, rest, ok := bytes.Cut(body, []byte(`"refreshIntervalSeconds":`)); ok {
+		end := bytes.IndexAny(rest, ",}")
+		if s, err := strconv.Atoi(string(rest[:max(end, 0)])); err == nil && s > 0 {
+			return time.Duration(s) * time.Second, nil
+		}
+	}
+	return 0, fmt.Errorf("a waiting answer without refreshIntervalSeconds: %.200s", body)
 }
 
 func freeLoopback() (string, error) {
@@ -551,4 +647,46 @@ func rssMB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// staticWaiting is the standing room's reference (--reference): it
+// answers every request as usher answers a waiter, with a JSON body and a
+// ticket cookie of usher's sizes and the intervals usher gives (refresh,
+// doubling at each check-in up to maxRefresh), and does nothing else: no
+// ticket to open or seal, no decision, no store.
+func staticWaiting(refresh, maxRefresh time.Duration) http.Handler {
+	pad := strings.Repeat("x", 160)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := 0
+		if c, err := r.Cookie("__usher_wr_standing"); err == nil {
+			n, _, _ := strings.Cut(c.Value, ".")
+			k, _ = strconv.Atoi(n)
+		}
+		iv := refresh
+		for range min(k, 16) {
+			iv = min(2*iv, maxRefresh)
+		}
+		// A tenth either way, rounded to the second, as usher's jitter.
+		iv = max((iv + time.Duration(rand.Int64N(int64(iv/5)+1)) - iv/10).Round(time.Second), time.Second)
+		h := w.Header()
+		h.Set("Set-Cookie", "__usher_wr_standing="+strconv.Itoa(k+1)+"."+pad+"; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Refresh", strconv.Itoa(int(iv/time.Second)))
+		h.Add("Vary", "Accept")
+		h.Add("Vary", "Accept-Language")
+		h.Set("X-Request-Id", "standing-reference-00000000000")
+		j := waitingJSONFor(int(iv / time.Second))
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(j)))
+		h.Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(j)
+	})
+}
+
+// waitingJSONFor is a waiting answer of usher's shape with the interval s.
+func waitingJSONFor(s int) []byte {
+	return fmt.Appendf(nil, `{"usherWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":1200,"waitTimeSeconds":72000,`+
+		`"waitTimeFormatted":"20 hours","queueIsFull":false,"queueAll":false,"lastUpdated":"2026-11-23T12:00:00Z",`+
+		`"refreshIntervalSeconds":%d,"queueingMethod":"fifo","isFIFOQueue":true,"isRandomQueue":false,"position":500000,`+
+		`"peopleAhead":499999,"isEventPrequeueing":false,"timeUntilEventStart":0,"timeUntilEventStartSeconds":0}}`+"\n", s)
 }

@@ -44,6 +44,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"redis with standing room", []string{"--self", "--scenario", "standing-room", "--redis", "127.0.0.1:6379"}, "--redis: --scenario standing-room does not use it"},
 		{"targets", []string{"--self", "--scenario", "throughput", "--targets", "admitted,usher"}, "--targets: unknown target \"usher\" (origin, proxy-tuned, proxy-unpooled, admitted, new, checkin, nginx-proxy, nginx-usher)"},
 		{"targets elsewhere", []string{"--self", "--scenario", "standing-room", "--targets", "admitted"}, "--targets: --scenario standing-room does not use it"},
+		{"reference elsewhere", []string{"--self", "--scenario", "throughput", "--reference"}, "--reference: --scenario throughput does not use it"},
 		{"redis cluster alone", []string{"--self", "--scenario", "throughput", "--redis-cluster"}, "--redis: --redis-cluster and --compare-embedded need --redis ADDR"},
 		{"redis addresses", []string{"--self", "--scenario", "throughput", "--redis", "a:1,b:2"}, "--redis: several addresses need --redis-cluster"},
 		{"bound", []string{"--self", "--scenario", "standing-room", "--bound", "0s"}, "--bound: 0s: must be above zero"},

@@ -49,3 +49,58 @@ func BenchmarkCheckInRequest(b *testing.B) {
 		check()
 	}
 }
+
+// BenchmarkCheckInCrowd is a waiter's JSON check-in as in a standing line:
+// 10,000 waiters take turns, each checking in once its interval has passed
+// while the clock moves on a little per request, so that what usher works
+// out once a second (the line's admission profile) or once per waiter (its
+// count tables) is not redone on every request, as in
+// BenchmarkCheckInRequest's line of one.
+func BenchmarkCheckInCrowd(b *testing.B) {
+	const waiters = 10_000
+	room := testRoom("sale")
+	room.JSONResponseEnabled = true
+	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
+	room.RefreshInterval = 20 * time.Second
+	room.MaxRefreshInterval = 20 * time.Second
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	g, _ := featureGate(b, room, now, func(o *gate.Options) {
+		o.Now = func() time.Time { return now }
+	})
+	h := server.RequestID(nil, server.Recover(nil, g))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
+	cookies := make([]*http.Cookie, waiters)
+	check := func(i int) {
+		req := httptest.NewRequest("GET", "http://shop.test/", nil)
+		req.Header.Set("Accept", "application/json")
+		if c := cookies[i]; c != nil {
+			req.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), `"inWaitingRoom":true`) {
+			b.Fatalf("at %v: status %d: %s", now, w.Code, w.Body)
+		}
+		for _, sc := range w.Result().Cookies() {
+			cookies[i] = sc
+		}
+	}
+	// The waiters arrive over 10 s; then each checks in every 23 s (its
+	// interval is at most 20 s and its jitter 2 s), the clock moving
+	// 23 s / waiters a request.
+	for i := range waiters {
+		now = now.Add(10 * time.Second / waiters)
+		check(i)
+	}
+	step := 23 * time.Second / waiters
+	now = now.Add(23 * time.Second)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		now = now.Add(step)
+		check(i)
+		if i++; i == waiters {
+			i = 0
+		}
+	}
+}

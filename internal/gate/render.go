@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -135,9 +136,13 @@ func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Dec
 	}
 	h.Add("Vary", "Accept-Language")
 	if set.JSONResponseEnabled && server.AcceptsJSON(r) {
-		g.writeJSON(w, r, status, struct {
-			W waitingRoomJSON `json:"usherWaitingRoom"`
-		}{newWaitingRoomJSON(pd)})
+		j := newWaitingRoomJSON(pd)
+		bp := jsonBuffers.Get().(*[]byte)
+		*bp = appendWaitingJSON((*bp)[:0], &j)
+		writeJSONBytes(w, r, status, *bp)
+		if cap(*bp) <= 4<<10 {
+			jsonBuffers.Put(bp)
+		}
 		return
 	}
 	page := web.PageWaiting
@@ -212,6 +217,9 @@ func writeHTML(w http.ResponseWriter, r *http.Request, status int, buf *bytes.Bu
 	}
 }
 
+// jsonBuffers holds the buffers waiting answers' JSON is rendered into.
+var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
 // writeJSON writes v as JSON with status.
 func (g *Gate) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := json.Marshal(v)
@@ -219,7 +227,11 @@ func (g *Gate) writeJSON(w http.ResponseWriter, r *http.Request, status int, v a
 		g.fail(w, r, fmt.Errorf("encode json: %w", err))
 		return
 	}
-	b = append(b, '\n')
+	writeJSONBytes(w, r, status, append(b, '\n'))
+}
+
+// writeJSONBytes writes the JSON b with status (headers only for HEAD).
+func writeJSONBytes(w http.ResponseWriter, r *http.Request, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

@@ -223,9 +223,37 @@ func (m *Messages) Range(low, high int64) string {
 	return fill(m.WaitRange, "{low}", lo, "{high}", m.Duration(high))
 }
 
-// fill replaces each placeholder with its value (pairs of arguments).
+// fill replaces each placeholder with its value (pairs of arguments), as
+// strings.NewReplacer(pairs...).Replace(s) does for non-empty placeholders
+// (leftmost first, the first pair that matches there, replaced text not
+// scanned again), without building a Replacer each time: it runs on every
+// waiting answer.
 func fill(s string, pairs ...string) string {
-	return strings.NewReplacer(pairs...).Replace(s)
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		matched := false
+		for k := 0; k+1 < len(pairs); k += 2 {
+			if old := pairs[k]; old != "" && strings.HasPrefix(s[i:], old) {
+				if b.Cap() == 0 {
+					b.Grow(len(s) + 16)
+				}
+				b.WriteString(s[last:i])
+				b.WriteString(pairs[k+1])
+				i += len(old)
+				last, matched = i, true
+				break
+			}
+		}
+		if !matched {
+			i++
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // pluralOne is the rule of English, German, Dutch, Italian and Spanish:
