@@ -53,27 +53,40 @@ func usherBinary(t *testing.T) string {
 }
 
 // freeAddr returns a loopback address with a port nobody listens on now.
+// givenPorts are the ports freeAddr has handed out in this test process:
+// never twice, so that two tests running at once cannot be given the same
+// one between its check and its bind.
+var givenPorts struct {
+	sync.Mutex
+	m map[int]bool
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	// A port below the kernel's ephemeral range (32768 and up on Linux):
 	// a port that ":0" gave and this function let go is one the kernel
 	// hands out again, to the next outgoing connection of any test, before
 	// the usher it was meant for binds it ("address already in use").
-	for range 64 {
+	givenPorts.Lock()
+	defer givenPorts.Unlock()
+	if givenPorts.m == nil {
+		givenPorts.m = make(map[int]bool)
+	}
+	for range 256 {
 		port := 10000 + rand.IntN(22000)
+		if givenPorts.m[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
 		}
 		ln.Close()
+		givenPorts.m[port] = true
 		return ln.Addr().String()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // proc is a running usher process.
