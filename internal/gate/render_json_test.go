@@ -2,6 +2,7 @@ package gate
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -51,4 +52,34 @@ func FuzzWaitingJSONAsMarshal(f *testing.F) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// TestWaitingJSONCoversEveryField sets every field of the waiting answer
+// (by reflection, so that a field added later is in it too) and wants
+// json.Marshal's bytes: a field appendWaitingJSON does not write fails it.
+func TestWaitingJSONCoversEveryField(t *testing.T) {
+	var j waitingRoomJSON
+	v := reflect.ValueOf(&j).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(100 + i))
+		case reflect.String:
+			f.SetString(name + " \"value\"")
+		case reflect.Pointer:
+			if f.Type().Elem().Kind() != reflect.Int64 {
+				t.Fatalf("field %s: a pointer to %s; teach this test and appendWaitingJSON", name, f.Type().Elem())
+			}
+			n := int64(200 + i)
+			f.Set(reflect.ValueOf(&n))
+		default:
+			t.Fatalf("field %s: kind %s; teach this test and appendWaitingJSON", name, f.Kind())
+		}
+	}
+	if want, got := marshalWaiting(t, j), string(appendWaitingJSON(nil, &j)); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
 }
