@@ -898,11 +898,8 @@
       os.appendChild(el("p", { "class": "note" }, "None: every setting is the config file's."));
     } else {
       os.appendChild(el("p", { "class": "note" }, "Set at runtime, over the config file (applied by every node, kept in the store):"));
-      var tbl = el("table", { "class": "list" });
-      var hr = el("tr");
-      ["Field", "Value", "File", "Since", "By", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
-      tbl.appendChild(el("thead")).appendChild(hr);
-      var tb = el("tbody");
+      var lt = listTable({}, ["Field", "Value", "File", "Since", "By", ""]);
+      var tbl = lt.table, tb = lt.body;
       names.forEach(function (n) {
         var o = ov[n];
         var tr = el("tr", { "data-override": n });
@@ -922,7 +919,6 @@
         tr.appendChild(td);
         tb.appendChild(tr);
       });
-      tbl.appendChild(tb);
       var sc = el("div", { "class": "scroll" });
       sc.appendChild(tbl);
       os.appendChild(sc);
@@ -1149,16 +1145,9 @@
     var list = (st.view.events && st.view.events.events) || [];
     var now = Date.now();
     var sc = el("div", { "class": "scroll" });
-    var tbl = el("table", { "class": "list", "data-events": "" });
-    var hr = el("tr");
-    ["Name", "Pre-queue", "Start", "End", "Overrides", "State", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
-    tbl.appendChild(el("thead")).appendChild(hr);
-    var tb = el("tbody");
-    if (list.length === 0) {
-      var tr0 = el("tr");
-      tr0.appendChild(el("td", { colspan: "7" }, "No events."));
-      tb.appendChild(tr0);
-    }
+    var lt = listTable({ "data-events": "" }, ["Name", "Pre-queue", "Start", "End", "Overrides", "State", ""],
+      list.length === 0 && "No events.");
+    var tbl = lt.table, tb = lt.body;
     var form = eventForm(st);
     list.forEach(function (e) {
       var tr = el("tr", { "data-event": e.name });
@@ -1185,10 +1174,24 @@
       tr.appendChild(td);
       tb.appendChild(tr);
     });
-    tbl.appendChild(tb);
     sc.appendChild(tbl);
     body.appendChild(sc);
     body.appendChild(form.node);
+  }
+
+  // listTable returns a table of class "list" (with attrs) whose header row
+  // names the columns, and its body; empty, when given, is the body's one
+  // row.
+  function listTable(attrs, headers, empty) {
+    var tbl = el("table", Object.assign({ "class": "list" }, attrs));
+    var hr = el("tr");
+    headers.forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
+    tbl.appendChild(el("thead")).appendChild(hr);
+    var tb = tbl.appendChild(el("tbody"));
+    if (empty) {
+      tb.appendChild(el("tr")).appendChild(el("td", { colspan: String(headers.length) }, empty));
+    }
+    return { table: tbl, body: tb };
   }
 
   // strip returns a listed event or rule without its etag and index.
@@ -1282,16 +1285,9 @@
     body.textContent = "";
     var list = (st.view.rules && st.view.rules.rules) || [];
     var sc = el("div", { "class": "scroll" });
-    var tbl = el("table", { "class": "list", "data-rules": "" });
-    var hr = el("tr");
-    ["#", "Description", "Expression", "Action", "Enabled", ""].forEach(function (h) { hr.appendChild(el("th", { scope: "col" }, h)); });
-    tbl.appendChild(el("thead")).appendChild(hr);
-    var tb = el("tbody");
-    if (list.length === 0) {
-      var tr0 = el("tr");
-      tr0.appendChild(el("td", { colspan: "6" }, "No rules."));
-      tb.appendChild(tr0);
-    }
+    var lt = listTable({ "data-rules": "" }, ["#", "Description", "Expression", "Action", "Enabled", ""],
+      list.length === 0 && "No rules.");
+    var tbl = lt.table, tb = lt.body;
     var form = ruleForm(st);
     list.forEach(function (rl) {
       var name = "rule " + rl.index + (rl.description ? " (" + rl.description + ")" : "");
@@ -1323,7 +1319,6 @@
       tr.appendChild(td);
       tb.appendChild(tr);
     });
-    tbl.appendChild(tb);
     sc.appendChild(tbl);
     body.appendChild(sc);
     body.appendChild(form.node);
