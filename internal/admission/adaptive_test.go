@@ -22,7 +22,6 @@ func TestAdaptiveCheckIns(t *testing.T) {
 		visitors: 1000, arrivalSpan: time.Minute, abandonFrac: 0.3, patienceMax: 15 * time.Minute,
 		browseMin: 10 * time.Second, browseMax: 40 * time.Second, horizon: 45 * time.Minute,
 	}
-	var utilFixed, utilAdaptive float64
 	for seed := uint64(1); seed <= 3; seed++ {
 		cfg := base
 		cfg.seed = seed
@@ -43,17 +42,20 @@ func TestAdaptiveCheckIns(t *testing.T) {
 				t.Errorf("seed %d, %s: active reached %d, limit %d", seed, name, r.maxActive, room.TotalActiveUsers)
 			}
 		}
-		// Admitted by the horizon: as many, to a visitor in 200. With
-		// near-front check-ins held to the whole second both modes fill
-		// over 99 % of the places, and which of them is a visitor or two
-		// ahead changes with the seed (who gives up, and how long the
-		// visitors let in browse); a leaver's count lasting a grown
-		// interval (below) is what adaptive intervals cost.
+		// Admitted by the horizon: as many, to a visitor in 200. Both
+		// modes fill over 99 % of the places, but not with the same
+		// visitors (who gives up before its turn depends on when it
+		// checks in), and the visitors let in browse for different
+		// times, so the same place-seconds admit a visitor or two more
+		// or fewer by the horizon: utilisation (below) is the measure
+		// that must not drop.
 		if a.admittedCount*200 < f.admittedCount*199 {
 			t.Errorf("seed %d: %d admitted with adaptive check-ins, %d with fixed", seed, a.admittedCount, f.admittedCount)
 		}
-		utilFixed += f.utilization / 3
-		utilAdaptive += a.utilization / 3
+		// Utilisation does not drop, seed by seed.
+		if a.utilization < f.utilization {
+			t.Errorf("seed %d: utilisation %.6f with adaptive check-ins, %.6f with fixed", seed, a.utilization, f.utilization)
+		}
 		if a.checkIns*3 > f.checkIns {
 			t.Errorf("seed %d: %d check-ins with adaptive intervals, %d with fixed: want under a third", seed, a.checkIns, f.checkIns)
 		}
@@ -69,13 +71,6 @@ func TestAdaptiveCheckIns(t *testing.T) {
 				t.Errorf("seed %d, %s: a waiting ticket counted %v after its check-in, bound %v", seed, name, c.r.longestWindow, bound)
 			}
 		}
-	}
-	// Utilisation does not drop, over the three seeds: with near-front
-	// check-ins held to the whole second (Engine.Hold) both modes leave
-	// under 0.7 % free, and one seed's figures differ in the fifth digit
-	// either way (a place-second or two over 45 minutes).
-	if utilAdaptive < utilFixed {
-		t.Errorf("utilisation %.6f with adaptive check-ins, %.6f with fixed (mean of 3 seeds)", utilAdaptive, utilFixed)
 	}
 }
 
