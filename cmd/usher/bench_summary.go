@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -61,20 +62,57 @@ func benchWarnings(out any) []string {
 func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 	fmt.Fprintf(w, "Throughput, %d rounds of %s with %d requests in flight, usher on the %s store.\n",
 		r.Rounds, bench.Human(time.Duration(r.DurationS*float64(time.Second))), r.Workers, r.Store)
-	fmt.Fprintf(w, "Through usher, an admitted visitor's request runs at %.2fx the rate of a tuned reverse proxy (httputil.ReverseProxy "+
-		"with usher's transport and buffer pool; %s against %s req/s), a new visitor's at %.2fx and a waiter's check-in at %.2fx.\n",
-		r.AdmittedVsProxyTuned, rps(r.Admitted.RPS), rps(r.ProxyTuned.RPS), r.NewVisitorVsProxyTuned, r.CheckInVsProxyTuned)
-	fmt.Fprintf(w, "Median latency: admitted %s, new visitor %s, check-in %s, tuned proxy %s, origin direct %s.\n",
-		ms(r.Admitted.P50ms), ms(r.NewVisitor.P50ms), ms(r.CheckIn.P50ms), ms(r.ProxyTuned.P50ms), ms(r.Origin.P50ms))
-	if r.Admitted.CPUus > 0 {
-		fmt.Fprintf(w, "CPU per request: usher %s admitted, %s new visitor, %s check-in; tuned proxy %s, unpooled proxy %s",
-			us(r.Admitted.CPUus), us(r.NewVisitor.CPUus), us(r.CheckIn.CPUus), us(r.ProxyTuned.CPUus), us(r.ProxyUnpooled.CPUus))
-		if r.NginxProxy != nil {
-			fmt.Fprintf(w, ", nginx %s", us(r.NginxProxy.CPUus))
-		}
-		fmt.Fprintln(w, ".")
+	// With --targets, only what was loaded is spoken of.
+	loaded := func(name string) bool { return len(r.Targets) == 0 || slices.Contains(r.Targets, name) }
+	type part struct {
+		name, what string
+		ratio      float64
+		res        *Figure
 	}
-	if r.NginxProxy != nil {
+	var ratios, latencies, cpus []string
+	for _, p := range []part{
+		{"admitted", "admitted visitor", r.AdmittedVsProxyTuned, &r.Admitted},
+		{"new", "new visitor", r.NewVisitorVsProxyTuned, &r.NewVisitor},
+		{"checkin", "check-in", r.CheckInVsProxyTuned, &r.CheckIn},
+	} {
+		if !loaded(p.name) {
+			continue
+		}
+		if loaded("proxy-tuned") {
+			ratios = append(ratios, fmt.Sprintf("%s %.2fx", p.what, p.ratio))
+		}
+		latencies = append(latencies, p.what+" "+ms(p.res.P50ms))
+		if p.res.CPUus > 0 {
+			cpus = append(cpus, "usher "+us(p.res.CPUus)+" "+p.what)
+		}
+	}
+	for _, p := range []part{
+		{name: "proxy-tuned", what: "tuned proxy", res: &r.ProxyTuned},
+		{name: "proxy-unpooled", what: "unpooled proxy", res: &r.ProxyUnpooled},
+		{name: "origin", what: "origin direct", res: &r.Origin},
+	} {
+		if !loaded(p.name) {
+			continue
+		}
+		latencies = append(latencies, p.what+" "+ms(p.res.P50ms))
+		if p.res.CPUus > 0 {
+			cpus = append(cpus, p.what+" "+us(p.res.CPUus))
+		}
+	}
+	if r.NginxProxy != nil && r.NginxProxy.CPUus > 0 {
+		cpus = append(cpus, "nginx "+us(r.NginxProxy.CPUus))
+	}
+	if len(ratios) > 0 {
+		fmt.Fprintf(w, "Rate through usher against a tuned reverse proxy (httputil.ReverseProxy with usher's transport and buffer pool, %s req/s): %s.\n",
+			rps(r.ProxyTuned.RPS), strings.Join(ratios, ", "))
+	}
+	if len(latencies) > 0 {
+		fmt.Fprintf(w, "Median latency: %s.\n", strings.Join(latencies, ", "))
+	}
+	if len(cpus) > 0 {
+		fmt.Fprintf(w, "CPU per request: %s.\n", strings.Join(cpus, ", "))
+	}
+	if r.NginxProxy != nil && loaded("nginx-proxy") {
 		fmt.Fprintf(w, "Against nginx as a plain reverse proxy: usher admitted %.2fx; nginx asking usher (forward auth) %.2fx.\n",
 			r.AdmittedVsNginxProxy, r.NginxUsherVsNginxProxy)
 	}
