@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -76,6 +77,20 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()
+		// The heap at the end, before shutdown closes the connections:
+		// name.heap.pprof (inuse_space as of the last collection) and
+		// name.memstats.txt (runtime.MemStats, goroutines).
+		memDone := make(chan struct{})
+		go func() {
+			defer close(memDone)
+			<-ctx.Done()
+			writeMemProfile(filepath.Join(prof, name))
+		}()
+		defer func() {
+			if ctx.Err() != nil {
+				<-memDone
+			}
+		}()
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	switch kind {
@@ -224,4 +239,24 @@ func (l *childStderr) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// writeMemProfile writes base.heap.pprof and base.memstats.txt: where the
+// process's memory is, for the profiles benchProfileEnv asks for.
+func writeMemProfile(base string) {
+	if f, err := os.Create(base + ".heap.pprof"); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		_ = f.Close()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	txt := fmt.Sprintf("Sys %d\nHeapSys %d\nHeapInuse %d\nHeapIdle %d\nHeapReleased %d\nHeapAlloc %d\nNextGC %d\nStackInuse %d\nStackSys %d\nMSpanInuse %d\nMCacheInuse %d\nBuckHashSys %d\nGCSys %d\nOtherSys %d\nNumGC %d\nGoroutines %d\n",
+		ms.Sys, ms.HeapSys, ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.HeapAlloc, ms.NextGC,
+		ms.StackInuse, ms.StackSys, ms.MSpanInuse, ms.MCacheInuse, ms.BuckHashSys, ms.GCSys, ms.OtherSys,
+		ms.NumGC, runtime.NumGoroutine())
+	_ = os.WriteFile(base+".memstats.txt", []byte(txt), 0o600)
+	if f, err := os.Create(base + ".goroutines.txt"); err == nil {
+		_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+		_ = f.Close()
+	}
 }
