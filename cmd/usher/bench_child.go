@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -80,11 +81,23 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		// The heap at the end, before shutdown closes the connections:
 		// name.heap.pprof (inuse_space as of the last collection) and
 		// name.memstats.txt (runtime.MemStats, goroutines).
+		// On SIGUSR1 (the standing-room bench sends it at each step's
+		// end), and when it stops.
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
 		memDone := make(chan struct{})
 		go func() {
 			defer close(memDone)
-			<-ctx.Done()
-			writeMemProfile(filepath.Join(prof, name))
+			for {
+				select {
+				case <-usr1:
+					writeMemProfile(filepath.Join(prof, name))
+				case <-ctx.Done():
+					writeMemProfile(filepath.Join(prof, name+".end"))
+					return
+				}
+			}
 		}()
 		defer func() {
 			if ctx.Err() != nil {

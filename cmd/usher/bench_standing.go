@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
@@ -192,6 +193,11 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 		step.FixedRPS = float64(step.Waiters) / f.refresh.Seconds()
 		step.RSSMB = rssMB(pid)
 		step.GeneratorRSSMB = rssMB(os.Getpid())
+		if os.Getenv(benchProfileEnv) != "" {
+			// The target writes its heap profile and MemStats now, its
+			// connections busy (the last step's files stay).
+			_ = target.cmd.Process.Signal(syscall.SIGUSR1)
+		}
 		res.Steps = append(res.Steps, step)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +105,71 @@ func BenchmarkCheckInCrowd(b *testing.B) {
 			i = 0
 		}
 	}
+}
+
+// BenchmarkCheckInStack measures the goroutine stack a waiter's check-in
+// leaves behind: 10,000 waiters join, then each operation is one of them
+// checking in (JSON, its interval passed) on a goroutine of its own, which
+// then stays parked, as a keep-alive connection's goroutine waits for its
+// next request with the stack it grew to; stack-B/op is the stack in use
+// per parked goroutine.
+func BenchmarkCheckInStack(b *testing.B) {
+	const waiters = 10_000
+	room := testRoom("sale")
+	room.JSONResponseEnabled = true
+	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
+	room.RefreshInterval = 20 * time.Second
+	room.MaxRefreshInterval = 20 * time.Second
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	g, _ := featureGate(b, room, now, func(o *gate.Options) {
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	h := server.RequestID(nil, server.Recover(nil, g))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
+	cookies := make([]*http.Cookie, waiters)
+	check := func(i int) {
+		req := httptest.NewRequest("GET", "http://shop.test/", nil)
+		req.Header.Set("Accept", "application/json")
+		if c := cookies[i]; c != nil {
+			req.AddCookie(c)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), `"inWaitingRoom":true`) {
+			b.Errorf("status %d: %s", w.Code, w.Body)
+			return
+		}
+		for _, sc := range w.Result().Cookies() {
+			cookies[i] = sc
+		}
+	}
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	for i := range waiters {
+		advance(10 * time.Second / waiters)
+		check(i)
+	}
+	advance(23 * time.Second)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := 0
+	for b.Loop() {
+		advance(23 * time.Second / waiters)
+		done := make(chan struct{})
+		i := n % waiters
+		wg.Go(func() {
+			check(i)
+			close(done)
+			<-release
+		})
+		<-done
+		n++
+	}
+	runtime.ReadMemStats(&after)
+	close(release)
+	wg.Wait()
+	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(n), "stack-B/op")
 }
