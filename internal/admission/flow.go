@@ -350,8 +350,10 @@ func (f *flows) profile(room string, now time.Time) *profile {
 		}
 	}
 	// A cell expiring at second c frees its place at c, c - sec seconds
-	// from now.
-	var ends [profileSteps]int64
+	// from now. p.ended first counts the cells ending at each second (whole
+	// numbers, exact in a float64), then becomes their cumulative share:
+	// an array of counts on the stack would make this frame, and so every
+	// check-in's goroutine stack, 4.8 KB larger.
 	total = 0
 	for c, n := range r.ends {
 		if c <= sec {
@@ -359,14 +361,14 @@ func (f *flows) profile(room string, now time.Time) *profile {
 		}
 		total += n
 		if x := c - sec; x < profileSteps {
-			ends[x] += n
+			p.ended[x] += float64(n)
 		}
 	}
 	if total > 0 {
 		p.endedOK = true
 		var sum int64
-		for x := range ends {
-			sum += ends[x]
+		for x := range p.ended {
+			sum += int64(p.ended[x])
 			p.ended[x] = float64(sum) / float64(total)
 		}
 	}

@@ -1,10 +1,13 @@
 package gate_test
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -153,6 +156,9 @@ func BenchmarkCheckInStack(b *testing.B) {
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	var before, after runtime.MemStats
+	// No collection during the measurement: it would shrink the parked
+	// goroutines' stacks, as it does in a server over time.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	n := 0
@@ -172,4 +178,77 @@ func BenchmarkCheckInStack(b *testing.B) {
 	close(release)
 	wg.Wait()
 	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(n), "stack-B/op")
+}
+
+// BenchmarkCheckInConnStack is BenchmarkCheckInStack through net/http's
+// server: each operation is a keep-alive connection (raw TCP, no client
+// goroutines) that joins and then checks in once; stack-B/op is the stack
+// in use per idle connection afterwards, the server's goroutine parked in
+// its read for the next request.
+func BenchmarkCheckInConnStack(b *testing.B) {
+	room := testRoom("sale")
+	room.JSONResponseEnabled = true
+	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
+	room.RefreshInterval = 20 * time.Second
+	room.MaxRefreshInterval = 20 * time.Second
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	g, _ := featureGate(b, room, now, func(o *gate.Options) {
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	h := server.RequestID(nil, server.Recover(nil, g))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	exchange := func(c net.Conn, br *bufio.Reader, cookie string) string {
+		req := "GET / HTTP/1.1\r\nHost: shop.test\r\nAccept: application/json\r\n"
+		if cookie != "" {
+			req += "Cookie: " + cookie + "\r\n"
+		}
+		if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"inWaitingRoom":true`) {
+			b.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		for _, sc := range resp.Cookies() {
+			cookie = sc.Name + "=" + sc.Value
+		}
+		return cookie
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	var before, after runtime.MemStats
+	// No collection during the measurement: it would shrink the parked
+	// goroutines' stacks, as it does in a server over time.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+		br := bufio.NewReader(c)
+		cookie := exchange(c, br, "")
+		mu.Lock()
+		now = now.Add(25 * time.Second) // past its interval and jitter
+		mu.Unlock()
+		exchange(c, br, cookie)
+	}
+	time.Sleep(50 * time.Millisecond) // the server's goroutines back in their reads
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(len(conns)), "stack-B/op")
 }
