@@ -206,3 +206,40 @@ func TestOnBreaker(t *testing.T) {
 		t.Fatalf("changes once the store works = %+v, want the opening then one closing", got)
 	}
 }
+
+// TestFailModeWaiterBackBeforeItsCountLapses: a waiter answered in the fail
+// mode (nothing counted) is told to come back while its last count still
+// runs, not after a whole refresh interval, when it would have lapsed (and
+// the waiters behind it could have gone in before it). Simulated time.
+func TestFailModeWaiterBackBeforeItsCountLapses(t *testing.T) {
+	e, f := newFlaky(t, false)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	room.SessionDuration = 5 * time.Minute // no place frees soon
+	decide(t, e, &room, nil, t0)
+	for range 3 { // ahead of the waiter: it is not near the front
+		decide(t, e, &room, nil, t0.Add(500*time.Millisecond))
+	}
+	w := decide(t, e, &room, nil, t0.Add(time.Second)).Ticket
+	if w.Position != 4 {
+		t.Fatalf("waiter at %d, want 4", w.Position)
+	}
+	now := w.NextCheckIn
+	lapse := time.Unix(w.Cell, 0)
+	if plain := now.Add(checkInAfter(room.RefreshInterval, w.Jitter)); plain.Before(lapse) {
+		t.Fatalf("the plain interval brings the waiter back at %v, before its count lapses at %v: nothing to test", plain.Sub(t0), lapse.Sub(t0))
+	}
+	f.down = true
+	d := decide(t, e, &room, &w, now)
+	if d.Outcome != usher.Wait || !d.Degraded || d.TicketChanged {
+		t.Fatalf("waiter while the store is down: %+v", d)
+	}
+	f.down = false
+	back := now.Add(d.RefreshAfter)
+	if d.RefreshAfter < time.Second || back.After(lapse.Add(-failRetryMargin)) {
+		t.Fatalf("told to come back after %v, at %v: its count lapses at %v", d.RefreshAfter, back.Sub(t0), lapse.Sub(t0))
+	}
+	if d := decide(t, e, &room, &w, back); d.Outcome != usher.Wait || d.Position > w.Position {
+		t.Fatalf("back at %v: %v at %d, want waiting at %d or nearer", back.Sub(t0), d.Outcome, d.Position, w.Position)
+	}
+}
