@@ -100,10 +100,6 @@ func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load
 // StoreErrors is the number of failed store calls.
 func (e *Engine) StoreErrors() int64 { return e.brk.storeErrors.Load() }
 
-// failRetryMargin is how long before its count lapses a waiter answered
-// in the fail mode is told to come back at the latest.
-const failRetryMargin = 500 * time.Millisecond
-
 // failDecision decides without the store. Open admits the visitor
 // uncounted: its ticket names no cell (its session ends when its Until
 // says), so its first renewal once the store is back only adds it, and the
@@ -138,16 +134,6 @@ func (e *Engine) failDecision(room string, d usher.Decision, tk usher.Ticket, fr
 	}
 	d.Outcome = usher.Wait
 	d.RefreshAfter = checkInAfter(s.RefreshInterval, tk.Jitter)
-	if !fresh && tk.Cell != 0 {
-		// Nothing was counted: the waiter's count still ends with the
-		// cell its last counted check-in put it in. Back before then
-		// (another node, or this one once the store answers), its place
-		// holds; after a whole refresh interval it would have lapsed, and
-		// later arrivals gone in before it.
-		if left := time.Unix(tk.Cell, 0).Sub(now) - failRetryMargin; left < d.RefreshAfter {
-			d.RefreshAfter = max(left.Truncate(time.Second), time.Second)
-		}
-	}
 	if fresh {
 		e.observeArrived(room, now)
 		tk.CountedAt = counted
