@@ -104,7 +104,7 @@ func newSimAgg(horizon time.Duration) *simAgg {
 }
 
 func (a *simAgg) sec(d time.Duration) int {
-	return min(max(int(d/time.Second), 0), len(a.deadlines)-1)
+	return min(max(int(d/time.Second), 0), len(a.deadlines)-2)
 }
 
 // addDeadline counts an abandoner whose patience ends at d.
