@@ -213,7 +213,7 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 	a := s.agg
 	tk := &v.ticket
 	st := &d.Settings
-	if s.sentinel(i) || d.Phase != usher.NoEvent || d.QueueAll || tk.Back || tk.Joining || tk.Place != 0 ||
+	if d.Phase != usher.NoEvent || d.QueueAll || tk.Back || tk.Joining || tk.Place != 0 ||
 		(st.QueueingMethod != usher.FIFO && st.QueueingMethod != "") || st.NewUsersPerMinute <= 0 {
 		return simNext{}, false, nil
 	}
@@ -224,6 +224,9 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 	if maxIv <= st.RefreshInterval || d.RefreshAfter != r || !tk.CountedAt.Equal(t0) || !tk.NextCheckIn.Equal(t0.Add(r)) ||
 		tk.Cell != usher.CeilSecond(t0.Add(r).Add(grace)).Unix() {
 		return simNext{}, false, nil // this check-in was not a far-back one
+	}
+	if s.sentinel(i) {
+		return simNext{}, false, nil
 	}
 	need := farAhead(st)
 	ahead := d.Position - 1
