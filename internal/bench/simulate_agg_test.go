@@ -33,9 +33,10 @@ func millionConfig(tb testing.TB) bench.SimConfig {
 	}
 }
 
-// BenchmarkSimulateMillion times usher simulate's million-visitor event in
-// aggregate mode, to its end (USHER_SIM_HORIZON cuts it short: a
-// duration of simulated time).
+// BenchmarkSimulateMillion times usher simulate's million-visitor event,
+// in aggregate mode and one by one, to its end (USHER_SIM_HORIZON cuts it
+// short: a duration of simulated time, such as 1h; the whole event one by
+// one takes many minutes).
 func BenchmarkSimulateMillion(b *testing.B) {
 	cfg := millionConfig(b)
 	if h := os.Getenv("USHER_SIM_HORIZON"); h != "" {
@@ -45,19 +46,35 @@ func BenchmarkSimulateMillion(b *testing.B) {
 		}
 		cfg.Horizon = d
 	}
-	for b.Loop() {
-		st, err := local.Open(local.Options{})
-		if err != nil {
-			b.Fatal(err)
+	for _, agg := range []bool{true, false} {
+		name := "one-by-one"
+		if agg {
+			name = "aggregate"
 		}
-		cfg.Store = st
-		tl, err := bench.Simulate(context.Background(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(tl.Aggregate.Decisions), "decisions/op")
-		b.ReportMetric(float64(tl.Aggregate.Skipped), "skipped/op")
-		st.Close()
+		b.Run(name, func(b *testing.B) {
+			cfg := cfg
+			cfg.Aggregate = agg
+			var decisions int64
+			for b.Loop() {
+				st, err := local.Open(local.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.Store = st
+				tl, err := bench.Simulate(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if tl.Aggregate != nil {
+					decisions = tl.Aggregate.Decisions
+					b.ReportMetric(float64(tl.Aggregate.Skipped), "skipped/op")
+				}
+				st.Close()
+			}
+			if decisions > 0 {
+				b.ReportMetric(float64(decisions), "decisions/op")
+			}
+		})
 	}
 }
 
