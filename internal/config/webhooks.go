@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -271,6 +272,11 @@ func checkWebhookURL(s string) string {
 		return "must name a host, like https://hooks.example/usher"
 	case u.Fragment != "" || strings.Contains(s, "#"):
 		return "must not have a fragment (#...)"
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if why := notify.ForbiddenTarget(a); why != "" {
+			return fmt.Sprintf("must not point at %s, %s: deliveries there are refused", a, why)
+		}
 	}
 	return ""
 }

@@ -78,8 +78,9 @@ func (c *WebhookConfig) wants(ev *Event, p float64) bool {
 
 // Options configure a Bus. The zero value is usable.
 type Options struct {
-	// Transport carries deliveries (nil: a clone of
-	// http.DefaultTransport). Redirects are never followed.
+	// Transport carries deliveries (nil: one as http.DefaultTransport
+	// that refuses the addresses ForbiddenTarget names).
+	// Redirects are never followed.
 	Transport http.RoundTripper
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -161,7 +162,7 @@ func New(opts Options) *Bus {
 	}
 	tr := opts.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		tr = guardedTransport()
 	}
 	b := &Bus{
 		opts: opts,

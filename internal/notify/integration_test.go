@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -113,6 +114,42 @@ func TestWebhookRealReceiver(t *testing.T) {
 	}
 	if s := b.Stats()[0]; s.Delivered != 2 || s.Retries != 4 || s.Failed != 0 || s.Dropped != 0 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestWebhookForbiddenAddress: a webhook aimed at the cloud metadata
+// address (as a write token could aim one, past the config check, or as
+// a DNS name could turn into one) is refused before any packet is sent,
+// once, and not tried again; a receiver on loopback still gets its events.
+func TestWebhookForbiddenAddress(t *testing.T) {
+	var logs syncBuffer
+	b := New(Options{MaxAttempts: 3, Backoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer b.Close()
+	rr := newRealReceiver(t, nil)
+	meta, v6, ok := hook("meta", 5), hook("meta6", 5), hook("ok", 5)
+	meta.URL, v6.URL, ok.URL = "http://169.254.169.254/latest/meta-data/", "http://[fe80::1%25lo]:80/", rr.srv.URL
+	b.SetWebhooks([]WebhookConfig{meta, v6, ok})
+	b.Publish(Event{ID: "e1", Type: QueueingStarted, Room: "sale"})
+	waitFor(t, 5*time.Second, "refused and delivered", func() bool {
+		var n int64
+		for _, s := range b.Stats() {
+			n += s.Refused + s.Delivered
+		}
+		return n == 3
+	})
+	for _, s := range b.Stats() {
+		want := WebhookStats{Room: "sale", Name: s.Name, Refused: 1}
+		if s.Name == "ok" {
+			want = WebhookStats{Room: "sale", Name: "ok", Delivered: 1}
+		}
+		if s != want {
+			t.Errorf("stats %+v, want %+v", s, want)
+		}
+	}
+	for _, msg := range []string{"refused to connect to 169.254.169.254: a link-local address", "refused to connect to fe80::1%lo: a link-local address"} {
+		if !strings.Contains(logs.String(), msg) {
+			t.Errorf("log lacks %q:\n%s", msg, logs.String())
+		}
 	}
 }
 

@@ -188,6 +188,10 @@ func (h *webhook) attempt(c *WebhookConfig, it item, n int) (outcome, time.Durat
 		if errors.Is(err, context.DeadlineExceeded) {
 			return retryable, 0, fmt.Sprintf("no answer within %s", c.Timeout)
 		}
+		var fe *forbiddenError
+		if errors.As(err, &fe) {
+			return refused, 0, "post " + Target(c.URL) + ": " + fe.Error()
+		}
 		// Not err.Error(): it quotes the whole URL, whose path and query
 		// may carry a token.
 		var ue *url.Error
