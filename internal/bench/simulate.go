@@ -64,7 +64,8 @@ type SimConfig struct {
 	// change nothing but their own waiting cell are applied in bulk (see
 	// simulate_agg.go), which makes a large crowd many times faster. The
 	// room must pass AggregateOK. The timeline's Aggregate then says what
-	// it did.
+	// it did. The parked check-ins are not in the visitors' CheckIns
+	// (Report reads a visitor's first check-in and its latest, which are).
 	Aggregate bool
 }
 
