@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/config"
 )
 
 // benchFlags are usher bench's options.
@@ -52,6 +53,8 @@ type benchFlags struct {
 	compareEmbedded bool
 	// nodes is how many usher nodes share the Redis store (flash-crowd).
 	nodes int
+	// clockSlack is the nodes' store.redis.clock_slack (flash-crowd).
+	clockSlack time.Duration
 	// targets, when not empty, are the only targets loaded (names as in
 	// throughputTargets), for profiling one path.
 	targets []string
@@ -119,7 +122,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // --scenario, --self and --json; setting another is a mistake.
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
-		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes"},
+		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes", "clock-slack"},
 	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference"},
 	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
@@ -161,6 +164,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.redis, "redis", "", "throughput, flash-crowd: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput, flash-crowd: --redis is a Redis Cluster")
 	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
+	fs.DurationVar(&f.clockSlack, "clock-slack", config.DefaultClockSlack, "flash-crowd: with --redis, the nodes' store.redis.clock_slack (whole seconds; 0s: they share this machine's clock)")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
@@ -252,6 +256,12 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 			problem("nodes", "several nodes share a store: give --redis ADDR")
 		case f.redis != "" && !f.self:
 			problem("redis", "needs --self (usher runs in this process)")
+		}
+		switch cs := f.clockSlack; {
+		case set["clock-slack"] && f.redis == "":
+			problem("clock-slack", "nodes on the embedded store count sessions exactly: give --redis ADDR")
+		case cs < 0 || cs > config.MaxClockSlack || cs%time.Second != 0:
+			problem("clock-slack", "%v: whole seconds from 0s to %v", cs, config.MaxClockSlack)
 		}
 	}
 	if f.scenario == "autopilot" {

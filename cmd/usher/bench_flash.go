@@ -18,6 +18,9 @@ type FlashResult struct {
 	// is their store, "embedded" or "redis".
 	Nodes int    `json:"nodes"`
 	Store string `json:"store"`
+	// ClockSlackS is, on Redis, how long the nodes kept sessions' counts
+	// past their end (store.redis.clock_slack), in seconds.
+	ClockSlackS *float64 `json:"clock_slack_s,omitempty"`
 	bench.Result
 }
 
@@ -43,7 +46,7 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	var more []string
 	if f.self {
 		env, err := m.startSelfWith(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh),
-			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes})
+			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes, clockSlack: &f.clockSlack})
 		if err != nil {
 			return nil, err
 		}
@@ -77,6 +80,8 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	res := &FlashResult{Scenario: "flash-crowd", Arrivals: f.arrivals, Limits: lim, Result: bench.Report(tl, lim), Nodes: 1, Store: "embedded"}
 	if f.redis != "" {
 		res.Nodes, res.Store = f.nodes, "redis"
+		cs := f.clockSlack.Seconds()
+		res.ClockSlackS = &cs
 	}
 	return res, nil
 }

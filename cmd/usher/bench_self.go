@@ -67,6 +67,9 @@ type selfOptions struct {
 	// nodes, with redis, is how many usher nodes share the store (zero:
 	// one).
 	nodes int
+	// clockSlack, with redis, is the nodes' store.redis.clock_slack (nil:
+	// its default).
+	clockSlack *time.Duration
 	// proxies starts the reference proxies (selfEnv.tuned, .unpooled).
 	proxies bool
 	// separate runs usher in a process of its own (embedded store only),
@@ -202,9 +205,10 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 	var tag [4]byte
 	_, _ = rand.Read(tag[:])
 	cfg.Store.Redis = &config.Redis{
-		Addrs:     strings.Split(opts.redis, ","),
-		Cluster:   opts.cluster,
-		KeyPrefix: "usher-bench-" + hex.EncodeToString(tag[:]),
+		Addrs:      strings.Split(opts.redis, ","),
+		Cluster:    opts.cluster,
+		KeyPrefix:  "usher-bench-" + hex.EncodeToString(tag[:]),
+		ClockSlack: opts.clockSlack,
 	}
 	start := func(cfg *config.Config) (string, usher.Store, error) {
 		store, engineOpts, err := openStore(ctx, cfg, quiet)

@@ -365,10 +365,9 @@ func collect(errs <-chan error) []error {
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
 
-// clockSlack is how long sessions' counts outlive them on a shared store:
-// the clock difference tolerated between nodes. The store's recovery
-// margin covers it.
-const clockSlack = time.Second
+// clockSlack is the store's recovery margin: at least the longest clock
+// difference tolerated between nodes (store.redis.clock_slack's default).
+const clockSlack = config.DefaultClockSlack
 
 // openStore opens the configured store and returns the engine options that
 // go with it: a shared store keeps sessions' counts a clock slack longer
@@ -385,13 +384,13 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 			Cluster:        rd.Cluster,
 			KeyPrefix:      rd.KeyPrefix,
 			Timeout:        rd.Timeout,
-			RecoveryMargin: clockSlack,
+			RecoveryMargin: max(clockSlack, rd.Slack()),
 			Logger:         log,
 		})
 		if err != nil {
 			return nil, opts, fmt.Errorf("store.redis: %w", err)
 		}
-		opts.CellSlack = clockSlack
+		opts.CellSlack = rd.Slack()
 		opts.FailOpen = rd.FailMode == "open"
 		return s, opts, nil
 	}

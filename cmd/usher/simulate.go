@@ -26,6 +26,11 @@ type SimulateResult struct {
 	MaxQueue int     `json:"max_waiting"`
 	Drained  bool    `json:"drained"`
 	DrainedS float64 `json:"drained_s"`
+	// Mode is how the waiters were simulated: one-by-one (every check-in
+	// decided) or aggregate (far-back waiters parked; see --aggregate).
+	Mode string `json:"mode"`
+	// Aggregate is what aggregate mode did (mode aggregate).
+	Aggregate *bench.AggregateStats `json:"aggregate,omitempty"`
 	bench.Result
 	Waits []bench.MinuteWaits `json:"waits_by_arrival_minute"`
 	// Origin is the simulated origin's figures (with --origin).
@@ -45,6 +50,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	plot := fs.String("plot", "", "write an SVG plot to this file")
 	originSpec := fs.String("origin", "", "simulate the origin: WORKERS,SERVICE,TIMEOUT such as 20,80ms-120ms,5s (latency and errors grow with its load)")
+	aggregate := fs.String("aggregate", "auto", "park far-back waiters instead of simulating each of their check-ins: on, off, or auto (on from "+strconv.Itoa(aggregateFrom)+" visitors when the room allows it)")
 	compare := fs.Bool("compare", false, "run twice, with fixed limits and with the room's autopilot, and compare the origin's health (needs --origin)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -75,6 +81,11 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 			problem("origin", err)
 		}
 	}
+	switch *aggregate {
+	case "auto", "on", "off":
+	default:
+		problem("aggregate", fmt.Errorf("%q: want on, off or auto", *aggregate))
+	}
 	if *compare && *originSpec == "" {
 		problem("compare", fmt.Errorf("needs --origin: the comparison is of the origin's health"))
 	}
@@ -99,6 +110,16 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	if len(bad) == 0 && *compare && !autopilotOf(room) {
 		bad = append(bad, fmt.Sprintf("--compare: room %q has no autopilot block to compare with fixed limits", room.ID))
 	}
+	agg := false
+	if len(bad) == 0 && !*compare {
+		why := bench.AggregateOK(room, origin)
+		switch {
+		case *aggregate == "on" && why != nil:
+			bad = append(bad, "--aggregate: on: "+why.Error())
+		case *aggregate == "on", *aggregate == "auto" && why == nil && arr.Len() >= aggregateFrom:
+			agg = true
+		}
+	}
 	if len(bad) > 0 {
 		for _, b := range bad {
 			fmt.Fprintf(m.Stderr, "usher simulate: %s\n", b)
@@ -116,7 +137,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	defer store.Close()
 	start := time.Now()
 	line := m.progress("usher simulate: ")
-	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin,
+	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin, Aggregate: agg,
 		Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
 	line.Done()
 	if err != nil {
@@ -128,7 +149,11 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		Scenario: "simulate", Room: room.ID, Arrivals: *arrivals, Seed: *seed,
 		ElapsedS: time.Since(start).Seconds(),
 		MaxQueue: sum.MaxWaiting, Drained: sum.Drained, DrainedS: sum.DrainedS,
+		Mode: "one-by-one", Aggregate: tl.Aggregate,
 		Result: bench.Report(tl, lim), Waits: sum.Waits, Origin: tl.Origin,
+	}
+	if tl.Aggregate != nil {
+		res.Mode = "aggregate"
 	}
 	if tl.Horizon {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the simulated clock reached --horizon %v with visitors still there; raise it to see the end", *horizon))
@@ -146,11 +171,19 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "Simulated room %s (%s, seed %d): %s of event in %s.\n", room.ID, *arrivals, *seed,
 		bench.Human(tl.End.Sub(tl.Start)), bench.Human(time.Duration(res.ElapsedS*float64(time.Second))))
+	if a := res.Aggregate; a != nil {
+		fmt.Fprintf(m.Stdout, "Aggregate mode: %d decisions; far-back waiters parked %d times, %d check-ins applied in bulk.\n",
+			a.Decisions, a.Parked, a.Skipped)
+	}
 	bench.WriteSummary(m.Stdout, res.Result, lim)
 	fmt.Fprintln(m.Stdout)
 	printTable(m.Stdout, res)
 	return nil
 }
+
+// aggregateFrom is the crowd from which --aggregate auto parks far-back
+// waiters.
+const aggregateFrom = 100_000
 
 // pickRoom returns the room with id, or the config's only room.
 func pickRoom(cfg *config.Config, id string) (*usher.Room, error) {

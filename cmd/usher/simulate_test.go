@@ -52,6 +52,8 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"plot folder", []string{"--plot", missing}, "--plot: cannot write " + missing},
 		{"no room named", nil, "--room: the config has 2 rooms (sale, other); name one"},
 		{"unknown room", []string{"--room", "drop"}, `--room: no room "drop" in the config (it has sale, other)`},
+		{"aggregate", []string{"--aggregate", "maybe"}, `--aggregate: "maybe": want on, off or auto`},
+		{"aggregate with origin", []string{"--aggregate", "on", "--origin", "20,80ms-120ms,5s"}, "--aggregate: on: a simulated origin (--origin)"},
 		{"not a duration", []string{"--room", "sale", "--horizon", "tomorrow"}, `invalid value "tomorrow" for flag -horizon`},
 	}
 	for _, tt := range tests {
@@ -116,8 +118,48 @@ func TestSimulateSummary(t *testing.T) {
 		}
 	}
 
+	if doc["mode"] != "one-by-one" {
+		t.Errorf("mode %v, want one-by-one below %d visitors", doc["mode"], aggregateFrom)
+	}
+
 	code, _, errs = runMain(t, "simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:10@30s")
 	if code != 0 || !strings.Contains(errs, "usher simulate: warning: nobody waited: ") {
 		t.Errorf("exit %d, stderr %s; want the warning that nobody waited", code, errs)
+	}
+}
+
+// TestSimulateAggregateFlag: --aggregate on gives the figures of the
+// one-by-one run, says so in its mode, and counts what it parked.
+func TestSimulateAggregateFlag(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	args := []string{"simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:3000@30s", "--json"}
+	docs := map[string]map[string]any{}
+	for _, mode := range []string{"off", "on"} {
+		code, out, errs := runMain(t, append(args, "--aggregate", mode)...)
+		if code != 0 {
+			t.Fatalf("--aggregate %s: exit %d: %s", mode, code, errs)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		docs[mode] = doc
+	}
+	on, off := docs["on"], docs["off"]
+	if on["mode"] != "aggregate" || off["mode"] != "one-by-one" || off["aggregate"] != nil {
+		t.Fatalf("modes %v and %v, aggregate %v", on["mode"], off["mode"], off["aggregate"])
+	}
+	agg, _ := on["aggregate"].(map[string]any)
+	if n, _ := agg["skipped_check_ins"].(float64); n == 0 {
+		t.Errorf("nothing parked: %v", agg)
+	}
+	for _, k := range []string{"elapsed_s", "mode", "aggregate"} {
+		delete(on, k)
+		delete(off, k)
+	}
+	a, _ := json.Marshal(on)
+	b, _ := json.Marshal(off)
+	if string(a) != string(b) {
+		t.Errorf("figures differ:\naggregate  %s\none by one %s", a, b)
 	}
 }

@@ -60,6 +60,13 @@ type SimConfig struct {
 	// the limits by that origin's health on the simulated clock. The
 	// timeline's Origin then holds the origin's figures.
 	Origin OriginModel
+	// Aggregate parks far-back waiters: their check-ins that provably
+	// change nothing but their own waiting cell are applied in bulk (see
+	// simulate_agg.go), which makes a large crowd many times faster. The
+	// room must pass AggregateOK. The timeline's Aggregate then says what
+	// it did. The parked check-ins are not in the visitors' CheckIns
+	// (Report reads a visitor's first check-in and its latest, which are).
+	Aggregate bool
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -102,6 +109,11 @@ func Simulate(ctx context.Context, cfg SimConfig) (*Timeline, error) {
 	}
 	if err := cfg.Origin.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: simulate: %w", err)
+	}
+	if cfg.Aggregate {
+		if err := AggregateOK(&cfg.Room, cfg.Origin); err != nil {
+			return nil, fmt.Errorf("bench: simulate: aggregate mode: %w", err)
+		}
 	}
 	if cfg.Horizon < 0 || cfg.Tick < 0 {
 		return nil, fmt.Errorf("bench: simulate: negative horizon %v or tick %v", cfg.Horizon, cfg.Tick)
@@ -155,6 +167,11 @@ type simVisitor struct {
 	has      bool          // ticket is set
 	queued   bool          // waits (for the progress counts)
 	ticket   usher.Ticket
+	// parked is the time of the last check-in applied in bulk, when the
+	// visitor's next action follows it (aggregate mode); parkPos is its
+	// place when it was parked.
+	parked  time.Duration
+	parkPos int64
 }
 
 // sim is one simulated run in progress.
@@ -179,6 +196,10 @@ type sim struct {
 	reported time.Time
 	// origin is the simulated origin (nil: none).
 	origin *simOrigin
+	// agg is aggregate mode's state (nil: off); decisions counts the
+	// engine's decisions.
+	agg       *simAgg
+	decisions int64
 }
 
 func newSim(cfg SimConfig) *sim {
@@ -219,6 +240,9 @@ func newSim(cfg SimConfig) *sim {
 		s.vs[i].rec = v
 	}
 	s.rec = newSimRecorder(s.tl.Visitors, s.start, s.cfg.Compact)
+	if cfg.Aggregate {
+		s.agg = newSimAgg(s.horizon)
+	}
 	// The gate answers a rejected visitor with the HTML reject page.
 	s.turnedStatus = s.room.QueueingStatusCode
 	if s.turnedStatus == 0 {
@@ -297,6 +321,11 @@ func (s *sim) finish(end time.Duration, horizon bool, err error) error {
 	if s.origin != nil {
 		s.tl.Origin = s.origin.finish(s.cfg.Seed)
 	}
+	if s.agg != nil {
+		st := s.agg.stats
+		st.Decisions = s.decisions
+		s.tl.Aggregate = &st
+	}
 	s.rec.close()
 	s.report(end, true)
 	return err
@@ -359,8 +388,17 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		if m := &s.cfg.Model; m.AbandonFraction > 0 && v.rng.Float64() < m.AbandonFraction {
 			v.patience = max(m.Patience.Sample(v.rng), time.Millisecond)
 			v.deadline = now + v.patience
+			if s.agg != nil {
+				s.agg.addDeadline(v.deadline)
+			}
 		}
 	case simAbandon:
+		if v.parked > 0 {
+			// Its latest check-in was applied in bulk: recorded at its time.
+			s.rec.add(simCheckIn{at: v.parked, position: v.parkPos, i: ev.i, eta: -1,
+				refresh: int32(v.ticket.NextCheckIn.Sub(v.ticket.CountedAt) / time.Second)})
+			v.parked = 0
+		}
 		t := s.at(now)
 		rec.Abandoned, rec.Left = t, t
 		s.queue(v, false)
@@ -372,6 +410,7 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		s.tally.left.Add(1)
 		return simNext{}, nil
 	}
+	v.parked = 0
 	t := s.at(now)
 	var tk *usher.Ticket
 	if v.has {
@@ -390,6 +429,7 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		}
 	}
 	d, err := s.eng.Decide(ctx, &s.room, usher.Visit{Ticket: tk, Now: t})
+	s.decisions++
 	if err != nil {
 		return simNext{}, fmt.Errorf("bench: simulate: visitor %s at %v: %w", rec.ID, now, err)
 	}
@@ -442,6 +482,11 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 			}
 		}
 		s.rec.add(c)
+		if s.agg != nil {
+			if nx, ok, err := s.park(ctx, v, &d, now, ev.i); err != nil || ok {
+				return nx, err
+			}
+		}
 		return s.wait(v, now, time.Duration(refresh)*time.Second), nil
 	}
 	// The origin's answer: admitted.

@@ -27,6 +27,9 @@ type Timeline struct {
 	Visitors []Visitor `json:"visitors"`
 	// Origin is the simulated origin's figures (nil: not simulated).
 	Origin *OriginStats `json:"origin,omitempty"`
+	// Aggregate says what aggregate mode did (nil: the run was simulated
+	// check-in by check-in).
+	Aggregate *AggregateStats `json:"aggregate,omitempty"`
 }
 
 // Visitor is one virtual visitor's history.

@@ -159,8 +159,27 @@ type Redis struct {
 	FailMode string
 	// Timeout bounds each Redis call (zero: 500ms).
 	Timeout time.Duration
+	// ClockSlack is how long a session's count outlives the session: the
+	// clock difference tolerated between the nodes (nil: DefaultClockSlack).
+	// Whole seconds, since counts are kept per second; zero for nodes that
+	// share one clock (one host).
+	ClockSlack *time.Duration
 
 	filePassword string // PasswordFile's content, read by Load
+}
+
+// DefaultClockSlack is Redis.ClockSlack's default.
+const DefaultClockSlack = time.Second
+
+// MaxClockSlack is the longest Redis.ClockSlack.
+const MaxClockSlack = 10 * time.Second
+
+// Slack returns ClockSlack, or DefaultClockSlack when it is not set.
+func (r *Redis) Slack() time.Duration {
+	if r.ClockSlack == nil {
+		return DefaultClockSlack
+	}
+	return *r.ClockSlack
 }
 
 // Secret returns Password, or PasswordFile's content once Load read it.

@@ -46,6 +46,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 						"key_prefix":    d.text(&rd.KeyPrefix),
 						"fail_mode":     d.text(&rd.FailMode),
 						"timeout":       d.duration(&rd.Timeout),
+						"clock_slack":   optional(d, d.duration, &rd.ClockSlack),
 					})
 				},
 			})

@@ -41,4 +41,12 @@ func (rd *Redis) check(r *report) {
 	if rd.Timeout != 0 && (rd.Timeout < 10*time.Millisecond || rd.Timeout > 10*time.Second) {
 		r.add(0, at.field("timeout"), "must be between 10ms and 10s, got %v", rd.Timeout)
 	}
+	if cs := rd.ClockSlack; cs != nil {
+		switch {
+		case *cs < 0 || *cs > MaxClockSlack:
+			r.add(0, at.field("clock_slack"), "must be from 0s to %v, got %v", MaxClockSlack, *cs)
+		case *cs%time.Second != 0:
+			r.add(0, at.field("clock_slack"), "must be whole seconds (counts are kept per second), got %v", *cs)
+		}
+	}
 }

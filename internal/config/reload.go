@@ -110,5 +110,6 @@ func sameRedis(a, b *Redis) bool {
 	}
 	return slices.Equal(a.Addrs, b.Addrs) && a.Username == b.Username && a.Secret() == b.Secret() &&
 		a.DB == b.DB && a.TLS == b.TLS && a.Cluster == b.Cluster && a.KeyPrefix == b.KeyPrefix &&
-		a.FailMode == b.FailMode && a.Timeout == b.Timeout
+		a.FailMode == b.FailMode && a.Timeout == b.Timeout &&
+		a.Slack() == b.Slack()
 }
