@@ -108,7 +108,12 @@ func (r *Ring) Open(value, room, cookieName string) (usher.Ticket, error) {
 		}
 	}
 	t, err := r.open(value, room, cookieName)
-	if err == nil {
+	// Only admitted tickets are remembered: they come back unchanged on
+	// every request of the visit. A waiter's ticket is sealed anew at each
+	// check-in, so its value comes once; remembering it would fill the
+	// cache with entries no request reads (about 7 MB of usher's heap at a
+	// million waiters) and push out the admitted ones.
+	if err == nil && t.State == usher.Admitted {
 		r.opened.put(value, room, cookieName, t)
 	}
 	return t, err
