@@ -88,6 +88,21 @@ func aheadAtLeast(tk *usher.Ticket, s *usher.Settings, now time.Time) int64 {
 	return max(0, tk.Position-1-maxAdmissions(now.Sub(tk.CountedAt), s))
 }
 
+// MaxAdmissions is maxAdmissions, Soonest is soonest, and LongestCheckIn
+// is how long after a check-in a waiter given MaxInterval (a far-back
+// waiter) with ticket jitter is told to come back: the engine's own rules,
+// with which the simulator's aggregate mode proves its parked check-ins.
+func MaxAdmissions(d time.Duration, s *usher.Settings) int64 { return maxAdmissions(d, s) }
+
+// Soonest: see MaxAdmissions.
+func Soonest(ahead int64, s *usher.Settings) time.Duration { return soonest(ahead, s) }
+
+// LongestCheckIn: see MaxAdmissions.
+func LongestCheckIn(s *usher.Settings, jitter time.Duration) time.Duration {
+	iv := MaxInterval(s)
+	return checkInAfter(iv, scaledJitter(jitter, iv, s.RefreshInterval))
+}
+
 // scaledJitter is a ticket's jitter (drawn for refresh_interval) scaled to
 // an interval of iv: the same fraction of it either way.
 func scaledJitter(jitter, iv, refresh time.Duration) time.Duration {

@@ -36,7 +36,7 @@ import (
 // soonest), and the waiter is not near the front (it has at least
 // total_active_users + new_users_per_minute ahead). The
 // waiters ahead of it leave only by admissions (at most what the limits
-// allow in the time, engine.maxAdmissions) and by giving up (their counts
+// allow in the time, engine.MaxAdmissions) and by giving up (their counts
 // lapse at their patience's end, which the simulator knows from their
 // arrival on, within an interval and a grace after it). A lower bound on
 // the place at the K+1-th check-in that keeps both margins proves all of
@@ -138,17 +138,6 @@ func (a *simAgg) leavers(from, to, span time.Duration) int64 {
 	return n
 }
 
-// maxAdmissions is engine.maxAdmissions: the most a room with settings s
-// can admit in d.
-func maxAdmissions(d time.Duration, s *usher.Settings) int64 {
-	d = max(d, 0)
-	n := int64(s.NewUsersPerMinute) * (int64(d/time.Minute) + 1)
-	if s.SessionDuration > 0 {
-		n = min(n, int64(s.TotalActiveUsers)*(int64(d/s.SessionDuration)+1))
-	}
-	return n
-}
-
 // farAhead is the fewest waiters ahead at every parked check-in: enough
 // for the longest interval (soonest of them at least twice
 // max_refresh_interval), and not near the front (at least
@@ -156,48 +145,18 @@ func maxAdmissions(d time.Duration, s *usher.Settings) int64 {
 // the places that can free within an interval).
 func farAhead(s *usher.Settings) int64 {
 	lo, hi := int64(0), int64(1)
-	for soonest(hi, s) < 2*engine.MaxInterval(s) {
+	for engine.Soonest(hi, s) < 2*engine.MaxInterval(s) {
 		lo, hi = hi, 2*hi
 	}
-	for lo < hi { // the least a with soonest(a) >= 2 max_refresh_interval
+	for lo < hi { // the least a with engine.Soonest(a) >= 2 max_refresh_interval
 		mid := lo + (hi-lo)/2
-		if soonest(mid, s) >= 2*engine.MaxInterval(s) {
+		if engine.Soonest(mid, s) >= 2*engine.MaxInterval(s) {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
 	return max(hi, int64(s.TotalActiveUsers)+int64(s.NewUsersPerMinute))
-}
-
-// soonest is the engine's soonest: the least time in which a waiter with
-// ahead waiters before it could be admitted (the interval it is given is
-// half of it, from refresh_interval up to max_refresh_interval).
-func soonest(ahead int64, s *usher.Settings) time.Duration {
-	need := ahead + 1
-	var t time.Duration
-	if n := int64(s.NewUsersPerMinute); n > 0 {
-		t = time.Duration((need+n-1)/n-1) * time.Minute
-	}
-	if n := int64(s.TotalActiveUsers); n > 0 && s.SessionDuration > 0 {
-		k := (need+n-1)/n - 1
-		if k > int64(24*time.Hour/s.SessionDuration) {
-			return 24 * time.Hour
-		}
-		t = max(t, time.Duration(k)*s.SessionDuration)
-	}
-	return t
-}
-
-// longest is engine.checkInAfter of the longest interval with jitter: the
-// interval a far-back waiter gets.
-func longest(s *usher.Settings, jitter time.Duration) time.Duration {
-	iv := engine.MaxInterval(s)
-	j := jitter
-	if s.RefreshInterval > 0 && iv != s.RefreshInterval {
-		j = time.Duration(float64(jitter) * float64(iv) / float64(s.RefreshInterval))
-	}
-	return max((iv + j).Round(time.Second), time.Second)
 }
 
 // sentinel reports whether visitor i is among the first simSentinels
@@ -218,7 +177,7 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 		return simNext{}, false, nil
 	}
 	maxIv := engine.MaxInterval(st)
-	r := longest(st, tk.Jitter)
+	r := engine.LongestCheckIn(st, tk.Jitter)
 	grace := engine.Grace(maxIv)
 	t0 := s.at(now)
 	if maxIv <= st.RefreshInterval || d.RefreshAfter != r || !tk.CountedAt.Equal(t0) || !tk.NextCheckIn.Equal(t0.Add(r)) ||
@@ -234,7 +193,7 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 	// cond says whether the k-th check-in from now is provably far back.
 	cond := func(k int) bool {
 		tw := time.Duration(k) * r
-		return ahead-maxAdmissions(tw, st)-maxAdmissions(r, st)-a.leavers(now, now+tw, span) >= need
+		return ahead-engine.MaxAdmissions(tw, st)-engine.MaxAdmissions(r, st)-a.leavers(now, now+tw, span) >= need
 	}
 	kmax := int((s.horizon - now) / r)
 	if v.patience > 0 {

@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,41 +18,78 @@ import (
 	"github.com/usherhq/usher/internal/server"
 )
 
+// waitingLine is a gate in front of a room whose one place is taken, on a
+// clock the benchmark moves (safe for concurrent use), with the server's
+// handlers around it, and the cookies of its waiters.
+type waitingLine struct {
+	h       http.Handler
+	mu      sync.Mutex
+	now     time.Time
+	cookies []*http.Cookie
+}
+
+// newWaitingLine returns a line of waiters (none has come yet) in a room
+// whose check-ins come every refresh (zero: testRoom's).
+func newWaitingLine(b *testing.B, waiters int, refresh time.Duration) *waitingLine {
+	room := testRoom("sale")
+	room.JSONResponseEnabled = true
+	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
+	if refresh > 0 {
+		room.RefreshInterval, room.MaxRefreshInterval = refresh, refresh
+	}
+	l := &waitingLine{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), cookies: make([]*http.Cookie, waiters)}
+	g, _ := featureGate(b, room, l.now, func(o *gate.Options) { o.Now = l.clock })
+	l.h = server.RequestID(nil, server.Recover(nil, g))
+	l.h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
+	return l
+}
+
+func (l *waitingLine) clock() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.now
+}
+
+func (l *waitingLine) advance(d time.Duration) {
+	l.mu.Lock()
+	l.now = l.now.Add(d)
+	l.mu.Unlock()
+}
+
+// checkIn is waiter i's JSON check-in with its cookie (none the first
+// time); it keeps the cookie the answer sets, and says what was wrong
+// with an answer other than a wait.
+func (l *waitingLine) checkIn(i int) error {
+	req := httptest.NewRequest("GET", "http://shop.test/", nil)
+	req.Header.Set("Accept", "application/json")
+	if c := l.cookies[i]; c != nil {
+		req.AddCookie(c)
+	}
+	w := httptest.NewRecorder()
+	l.h.ServeHTTP(w, req)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"inWaitingRoom":true`) {
+		return fmt.Errorf("at %v: status %d: %s", l.clock(), w.Code, w.Body)
+	}
+	for _, sc := range w.Result().Cookies() {
+		l.cookies[i] = sc
+	}
+	return nil
+}
+
 // BenchmarkCheckInRequest is usher's own work for a waiter's check-in (the
 // JSON answer, as the page's script asks it) when its ticket allows it:
 // open the ticket, one store operation, seal the new ticket, render.
 func BenchmarkCheckInRequest(b *testing.B) {
-	room := testRoom("sale")
-	room.JSONResponseEnabled = true
-	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	g, _ := featureGate(b, room, now, func(o *gate.Options) {
-		o.Now = func() time.Time { return now }
-	})
-	h := server.RequestID(nil, server.Recover(nil, g))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
-	var c *http.Cookie
-	check := func() {
-		req := httptest.NewRequest("GET", "http://shop.test/", nil)
-		req.Header.Set("Accept", "application/json")
-		if c != nil {
-			req.AddCookie(c)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		body, _ := io.ReadAll(w.Body)
-		if w.Code != 200 || !strings.Contains(string(body), `"inWaitingRoom":true`) {
-			b.Fatalf("at %v: status %d: %s", now, w.Code, body)
-		}
-		for _, sc := range w.Result().Cookies() {
-			c = sc
-		}
+	l := newWaitingLine(b, 1, 0)
+	if err := l.checkIn(0); err != nil {
+		b.Fatal(err)
 	}
-	check()
 	b.ReportAllocs()
 	for b.Loop() {
-		now = now.Add(6 * time.Second) // when the ticket says (5 s with its jitter)
-		check()
+		l.advance(6 * time.Second) // when the ticket says (5 s with its jitter)
+		if err := l.checkIn(0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -63,47 +101,24 @@ func BenchmarkCheckInRequest(b *testing.B) {
 // BenchmarkCheckInRequest's line of one.
 func BenchmarkCheckInCrowd(b *testing.B) {
 	const waiters = 10_000
-	room := testRoom("sale")
-	room.JSONResponseEnabled = true
-	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
-	room.RefreshInterval = 20 * time.Second
-	room.MaxRefreshInterval = 20 * time.Second
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	g, _ := featureGate(b, room, now, func(o *gate.Options) {
-		o.Now = func() time.Time { return now }
-	})
-	h := server.RequestID(nil, server.Recover(nil, g))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
-	cookies := make([]*http.Cookie, waiters)
-	check := func(i int) {
-		req := httptest.NewRequest("GET", "http://shop.test/", nil)
-		req.Header.Set("Accept", "application/json")
-		if c := cookies[i]; c != nil {
-			req.AddCookie(c)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != 200 || !strings.Contains(w.Body.String(), `"inWaitingRoom":true`) {
-			b.Fatalf("at %v: status %d: %s", now, w.Code, w.Body)
-		}
-		for _, sc := range w.Result().Cookies() {
-			cookies[i] = sc
-		}
-	}
+	l := newWaitingLine(b, waiters, 20*time.Second)
 	// The waiters arrive over 10 s; then each checks in every 23 s (its
 	// interval is at most 20 s and its jitter 2 s), the clock moving
 	// 23 s / waiters a request.
 	for i := range waiters {
-		now = now.Add(10 * time.Second / waiters)
-		check(i)
+		l.advance(10 * time.Second / waiters)
+		if err := l.checkIn(i); err != nil {
+			b.Fatal(err)
+		}
 	}
-	step := 23 * time.Second / waiters
-	now = now.Add(23 * time.Second)
+	l.advance(23 * time.Second)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		now = now.Add(step)
-		check(i)
+		l.advance(23 * time.Second / waiters)
+		if err := l.checkIn(i); err != nil {
+			b.Fatal(err)
+		}
 		if i++; i == waiters {
 			i = 0
 		}
@@ -118,41 +133,14 @@ func BenchmarkCheckInCrowd(b *testing.B) {
 // per parked goroutine.
 func BenchmarkCheckInStack(b *testing.B) {
 	const waiters = 10_000
-	room := testRoom("sale")
-	room.JSONResponseEnabled = true
-	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
-	room.RefreshInterval = 20 * time.Second
-	room.MaxRefreshInterval = 20 * time.Second
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	g, _ := featureGate(b, room, now, func(o *gate.Options) {
-		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	})
-	h := server.RequestID(nil, server.Recover(nil, g))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
-	cookies := make([]*http.Cookie, waiters)
-	check := func(i int) {
-		req := httptest.NewRequest("GET", "http://shop.test/", nil)
-		req.Header.Set("Accept", "application/json")
-		if c := cookies[i]; c != nil {
-			req.AddCookie(c)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != 200 || !strings.Contains(w.Body.String(), `"inWaitingRoom":true`) {
-			b.Errorf("status %d: %s", w.Code, w.Body)
-			return
-		}
-		for _, sc := range w.Result().Cookies() {
-			cookies[i] = sc
-		}
-	}
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	l := newWaitingLine(b, waiters, 20*time.Second)
 	for i := range waiters {
-		advance(10 * time.Second / waiters)
-		check(i)
+		l.advance(10 * time.Second / waiters)
+		if err := l.checkIn(i); err != nil {
+			b.Fatal(err)
+		}
 	}
-	advance(23 * time.Second)
+	l.advance(23 * time.Second)
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	var before, after runtime.MemStats
@@ -163,11 +151,13 @@ func BenchmarkCheckInStack(b *testing.B) {
 	runtime.ReadMemStats(&before)
 	n := 0
 	for b.Loop() {
-		advance(23 * time.Second / waiters)
+		l.advance(23 * time.Second / waiters)
 		done := make(chan struct{})
 		i := n % waiters
 		wg.Go(func() {
-			check(i)
+			if err := l.checkIn(i); err != nil {
+				b.Error(err)
+			}
 			close(done)
 			<-release
 		})
@@ -186,19 +176,8 @@ func BenchmarkCheckInStack(b *testing.B) {
 // in use per idle connection afterwards, the server's goroutine parked in
 // its read for the next request.
 func BenchmarkCheckInConnStack(b *testing.B) {
-	room := testRoom("sale")
-	room.JSONResponseEnabled = true
-	room.SessionDuration = 100_000 * time.Hour // the one place stays taken
-	room.RefreshInterval = 20 * time.Second
-	room.MaxRefreshInterval = 20 * time.Second
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	g, _ := featureGate(b, room, now, func(o *gate.Options) {
-		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	})
-	h := server.RequestID(nil, server.Recover(nil, g))
-	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "http://shop.test/", nil)) // takes the one place
-	srv := httptest.NewServer(h)
+	l := newWaitingLine(b, 0, 20*time.Second)
+	srv := httptest.NewServer(l.h)
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	exchange := func(c net.Conn, br *bufio.Reader, cookie string) string {
@@ -243,9 +222,7 @@ func BenchmarkCheckInConnStack(b *testing.B) {
 		conns = append(conns, c)
 		br := bufio.NewReader(c)
 		cookie := exchange(c, br, "")
-		mu.Lock()
-		now = now.Add(25 * time.Second) // past its interval and jitter
-		mu.Unlock()
+		l.advance(25 * time.Second) // past its interval and jitter
 		exchange(c, br, cookie)
 	}
 	time.Sleep(50 * time.Millisecond) // the server's goroutines back in their reads
