@@ -144,21 +144,7 @@ func benchAdmitted(b *testing.B, withAutopilot, loopback bool) {
 // proxy-tuned), to the same in-memory origin, for the same request.
 func BenchmarkTunedProxy(b *testing.B) {
 	origin, _ := url.Parse("http://origin.test")
-	p := &httputil.ReverseProxy{
-		Rewrite:    func(r *httputil.ProxyRequest) { r.SetURL(origin); r.SetXForwarded() },
-		Transport:  memOrigin,
-		BufferPool: gate.NewBufferPool(),
-	}
-	target, _ := url.Parse("http://shop.test/product/1")
-	w := &benchWriter{h: http.Header{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		w.reset()
-		p.ServeHTTP(w, benchRequest(target, "__usher_wr=0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"))
-		if w.code != 200 || w.h.Get("X-Origin") != "1" {
-			b.Fatal(w.code)
-		}
-	}
+	benchTunedProxy(b, origin, memOrigin)
 }
 
 // BenchmarkTunedProxyLoopback is BenchmarkTunedProxy to a real origin on
@@ -174,6 +160,12 @@ func BenchmarkTunedProxyLoopback(b *testing.B) {
 	origin, _ := url.Parse(o.URL)
 	tr := gate.NewTransport()
 	defer tr.CloseIdleConnections()
+	benchTunedProxy(b, origin, tr)
+}
+
+// benchTunedProxy loads an httputil.ReverseProxy with the gate's buffer
+// pool to origin through tr with the admitted request's shape.
+func benchTunedProxy(b *testing.B, origin *url.URL, tr http.RoundTripper) {
 	p := &httputil.ReverseProxy{
 		Rewrite:    func(r *httputil.ProxyRequest) { r.SetURL(origin); r.SetXForwarded() },
 		Transport:  tr,
