@@ -194,7 +194,9 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		ses := room.Session(t, now)
 		if ses.Valid && !e.revoked.has(t.VisitorID, now) {
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
-				return d, nil
+				if d, ok = e.renewServed(ctx, room, d, now); ok {
+					return d, nil
+				}
 			}
 		} else if !ses.Valid && e.opts.Observer != nil {
 			e.observeEnded(room.ID, t, now)
@@ -328,7 +330,13 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 			v.Ticket, v.Invite = nil, 0
 			return e.Decide(ctx, room, v)
 		}
-		return e.replayed(d, room.ID, tk, res, &sched, now), nil
+		d, ok := e.renewServed(ctx, room, e.replayed(d, room.ID, tk, res, &sched, now), now)
+		if !ok {
+			// The session was ended (revoked) meanwhile: a new visitor.
+			v.Ticket, v.Invite = nil, 0
+			return e.Decide(ctx, room, v)
+		}
+		return d, nil
 	}
 	if res.OverClient {
 		d.OverClient = true
@@ -642,6 +650,29 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 		d.Ticket, d.TicketChanged = next, true
 	}
 	return d, true
+}
+
+// renewServed renews a session served from the store's record: a replay
+// hands the visitor the session the store counted, which may be older than
+// this request when the answer that carried it was lost (the node died
+// after the commit, a call timed out after Redis ran it). The request is
+// served as admitted, so it renews the session to session_duration after
+// it, as every admitted request does; within the second of the record's
+// own renewal it is already due no renewal (one store call per second at
+// most, as for the visitor's own requests). ok is false when the store
+// says the session was ended (revoked) meanwhile.
+func (e *Engine) renewServed(ctx context.Context, room *usher.Room, d usher.Decision, now time.Time) (_ usher.Decision, ok bool) {
+	if d.Outcome != usher.Admit || !d.Replay || !d.TicketChanged {
+		return d, true
+	}
+	ses := room.Session(&d.Ticket, now)
+	if !ses.Valid || ses.RenewTo.IsZero() {
+		return d, true
+	}
+	if e.revoked.has(d.Ticket.VisitorID, now) {
+		return d, false
+	}
+	return e.keep(ctx, room.ID, ses, d.Ticket, now, d)
 }
 
 // Status returns the room's live counters at now, with its free slots.

@@ -548,3 +548,81 @@ func TestLostAnswerLeavesNoGap(t *testing.T) {
 		}
 	}
 }
+
+// TestLostRenewalAnswerRenewsFromTheRetry: a renewal the store applied
+// but whose answer never reached the visitor (the node died after the
+// commit, a call that timed out after Redis ran it) leaves the visitor
+// with the ticket before it. Its next request is served as admitted and
+// must renew the session from that request, as every admitted request
+// does: session_duration after it, not after the lost renewal (before: it
+// got the lost renewal's end, shorter by the time the answer was lost, so
+// a visitor who stopped there lost part of its session and the load
+// generator, which counts a session from its last request, saw one active
+// user more than the room held).
+func TestLostRenewalAnswerRenewsFromTheRetry(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	in := decide(t, e, &room, nil, t0)
+	if in.Outcome != usher.Admit {
+		t.Fatal("the visitor was not admitted")
+	}
+	tk := in.Ticket
+	if d := decide(t, e, &room, &tk, t0.Add(5*time.Second)); !d.TicketChanged || d.Ticket.Until.Before(t0.Add(20*time.Second)) {
+		t.Fatalf("the renewal at +5s: changed %v until %v", d.TicketChanged, d.Ticket.Until.Sub(t0))
+	}
+	// The answer carrying that renewal is lost: the visitor comes back
+	// with its old ticket.
+	retry := t0.Add(9 * time.Second)
+	d := decide(t, e, &room, &tk, retry)
+	if d.Outcome != usher.Admit {
+		t.Fatalf("the retry: %v, want admitted", d.Outcome)
+	}
+	if want := retry.Add(room.SessionDuration); d.Ticket.Until.Before(want) {
+		t.Fatalf("the retry's session ends at +%v, want at least +%v (session_duration after the request)", d.Ticket.Until.Sub(t0), want.Sub(t0))
+	}
+	for _, at := range []time.Duration{10 * time.Second, 23 * time.Second} {
+		if st, _ := e.Status(context.Background(), &room, t0.Add(at)); st.Active != 1 {
+			t.Fatalf("active %d at +%v, want the one session", st.Active, at)
+		}
+	}
+	if st, _ := e.Status(context.Background(), &room, d.Ticket.Until.Add(time.Second)); st.Active != 0 {
+		t.Fatalf("active %d after the session's end, want 0", st.Active)
+	}
+}
+
+// TestLostAdmissionDeliveredRenews: an admission whose answer was lost and
+// that is delivered to a later check-in is served as admitted: with
+// renewal on, its session runs session_duration from that request, as the
+// visitor saw it begin then.
+func TestLostAdmissionDeliveredRenews(t *testing.T) {
+	e, st := newLossy(t)
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	room.RefreshInterval = 10 * time.Second
+	decide(t, e, &room, nil, t0)
+	p := &page{tk: decide(t, e, &room, nil, t0.Add(time.Second)).Ticket}
+	p.next = p.tk.NextCheckIn
+	now := t0.Add(16 * time.Second) // the filler's session has ended
+	for now.Before(p.next) {
+		now = now.Add(time.Second)
+	}
+	st.lose = 1
+	if d := p.step(t, e, &room, now); d.Outcome != usher.Wait || len(st.lost) != 1 || !st.lost[0].Admitted {
+		t.Fatalf("the lost admission: %v, lost %+v", d.Outcome, st.lost)
+	}
+	now = now.Add(ReplayGrace + 3*time.Second)
+	d := p.step(t, e, &room, now)
+	if d.Outcome != usher.Admit || d.NewlyAdmitted {
+		t.Fatalf("the check-in after the lost admission: %v newly %v, want the counted session", d.Outcome, d.NewlyAdmitted)
+	}
+	if want := now.Add(room.SessionDuration); d.Ticket.Until.Before(want) {
+		t.Fatalf("the delivered session ends %v after the request, want at least session_duration (%v)", d.Ticket.Until.Sub(now), room.SessionDuration)
+	}
+	if s, _ := e.Status(context.Background(), &room, now.Add(time.Second)); s.Active != 1 {
+		t.Fatalf("active %d, want 1", s.Active)
+	}
+	if s, _ := e.Status(context.Background(), &room, d.Ticket.Until.Add(time.Second)); s.Active != 0 {
+		t.Fatalf("active %d after the delivered session's end, want 0", s.Active)
+	}
+}
