@@ -7,17 +7,21 @@ import (
 
 // TestE2EAdversaryFastCheckInTies plays Queue-it's "speed to get the best
 // number" against an honest waiter who arrived in the same second: in
-// each of 8 full fifo rooms of one (10 s sessions, 2 s refresh) an honest
+// each of 16 full fifo rooms of one (10 s sessions, 2 s refresh) an honest
 // waiter and a client that checks in every 100 ms arrive in the same
 // second (in alternating order). Asserted: the fast client does not win
-// the ties more often than chance allows (at most 6 of 8; a fair coin
-// wins 7 or more with probability 3.5 %).
+// more than three quarters of the ties (at most 12 of 16). A fair coin
+// wins 13 or more with probability 1.1 %, a client that wins 3 of 8 (as
+// measured: 33 of 88) 0.05 %; with 8 rooms and at most 6 wins, as before,
+// those were 3.5 % and 0.6 %, and the rooms of one run are not
+// independent (one run in 11 failed at 7 of 8).
 func TestE2EAdversaryFastCheckInTies(t *testing.T) {
+	const ties = 16
 	advSkip(t)
 	t.Parallel()
-	n := newAdvNode(t, "", "", fastRooms(8, "2s"), "r00")
+	n := newAdvNode(t, "", "", fastRooms(ties, "2s"), "r00")
 	start := time.Now()
-	honest, fast := raceFast(t, n, 8, false)
+	honest, fast := raceFast(t, n, ties, false)
 	wins, sent, counted := 0, 0, 0
 	for i := range fast {
 		sent, counted = sent+fast[i].sent, counted+fast[i].counted
@@ -25,9 +29,9 @@ func TestE2EAdversaryFastCheckInTies(t *testing.T) {
 			wins++
 		}
 	}
-	t.Logf("fast check-ins against same-second honest waiters (refresh 2 s): %d requests, %d counted, in %.0f s; ties won by the fast client: %d of 8",
-		sent, counted, time.Since(start).Seconds(), wins)
-	if wins > 6 {
-		t.Errorf("the fast client won %d of 8 same-second ties against an honest waiter: checking in fast gains an earlier admission", wins)
+	t.Logf("fast check-ins against same-second honest waiters (refresh 2 s): %d requests, %d counted, in %.0f s; ties won by the fast client: %d of %d",
+		sent, counted, time.Since(start).Seconds(), wins, ties)
+	if wins > ties*3/4 {
+		t.Errorf("the fast client won %d of %d same-second ties against an honest waiter: checking in fast gains an earlier admission", wins, ties)
 	}
 }
