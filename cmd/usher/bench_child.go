@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,14 +84,24 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		// name.memstats.txt (runtime.MemStats, goroutines).
 		// On SIGUSR1 (the standing-room bench sends it at each step's
 		// end), and when it stops.
-		usr1 := make(chan os.Signal, 1)
+		// On SIGUSR2, an execution trace of the next 5 s (name.trace: where
+		// a request waited, for latency that CPU profiles do not show).
+		// Contention on mutexes is sampled throughout (name.mutex.pprof,
+		// with the heap).
+		runtime.SetMutexProfileFraction(20)
+		defer runtime.SetMutexProfileFraction(0)
+		usr1, usr2 := make(chan os.Signal, 1), make(chan os.Signal, 1)
 		signal.Notify(usr1, syscall.SIGUSR1)
+		signal.Notify(usr2, syscall.SIGUSR2)
 		defer signal.Stop(usr1)
+		defer signal.Stop(usr2)
 		memDone := make(chan struct{})
 		go func() {
 			defer close(memDone)
 			for {
 				select {
+				case <-usr2:
+					writeTrace(filepath.Join(prof, name+".trace"), 5*time.Second)
 				case <-usr1:
 					writeMemProfile(filepath.Join(prof, name))
 				case <-ctx.Done():
@@ -254,6 +265,20 @@ func (l *childStderr) String() string {
 	return l.b.String()
 }
 
+// writeTrace writes an execution trace of the next d to path.
+func writeTrace(path string, d time.Duration) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if trace.Start(f) != nil {
+		return
+	}
+	time.Sleep(d)
+	trace.Stop()
+}
+
 // writeMemProfile writes base.heap.pprof and base.memstats.txt: where the
 // process's memory is, for the profiles benchProfileEnv asks for.
 func writeMemProfile(base string) {
@@ -268,6 +293,10 @@ func writeMemProfile(base string) {
 		ms.StackInuse, ms.StackSys, ms.MSpanInuse, ms.MCacheInuse, ms.BuckHashSys, ms.GCSys, ms.OtherSys,
 		ms.NumGC, runtime.NumGoroutine())
 	_ = os.WriteFile(base+".memstats.txt", []byte(txt), 0o600)
+	if f, err := os.Create(base + ".mutex.pprof"); err == nil {
+		_ = pprof.Lookup("mutex").WriteTo(f, 0)
+		_ = f.Close()
+	}
 	if f, err := os.Create(base + ".goroutines.txt"); err == nil {
 		_ = pprof.Lookup("goroutine").WriteTo(f, 1)
 		_ = f.Close()
