@@ -138,6 +138,12 @@ func (e *Engine) nearFront(room string, res usher.AdmitResult, s *usher.Settings
 	return e.forecast(room, res, s, now, res.Ahead+1) <= s.RefreshInterval
 }
 
+// reach is how far back a waiter may be and still go in within a minute at
+// the most: every place and a minute of admissions ahead of it.
+func reach(s *usher.Settings) int64 {
+	return int64(s.TotalActiveUsers) + int64(s.NewUsersPerMinute)
+}
+
 // Grace is how long after its next check-in is due a waiter still counts
 // as live: the page's own rounding and load time. A waiter who closed the
 // tab stops holding a place at most RefreshInterval + jitter + Grace after
@@ -320,7 +326,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	d := base
 	d.Stats = res.RoomStats
 	fifo := !op.Random && !op.Joining && !op.NoAdmit && !op.Force && !res.OverClient && !res.Admitted
-	e.flow.refused(room.ID, now, op.Bucket, res.Ahead, res.Slots, fifo)
+	e.flow.refused(room.ID, now, op.Bucket, res.Ahead, res.Slots, reach(s), fifo)
 	if res.Replay {
 		if lapsedAdmission(res.Record, &tk, now) {
 			e.lost.Add(1)
@@ -456,7 +462,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	}
 	st.Slots = max(0, min(int64(s.TotalActiveUsers)-st.Active, int64(s.NewUsersPerMinute)-st.AdmittedLastMinute))
 	fifo := s.QueueingMethod != usher.Random && !s.QueueAll && sched.Phase != usher.Prequeue && !tk.Back && !tk.Joining
-	e.flow.refused(room, now, tk.Bucket(), ahead, st.Slots, fifo)
+	e.flow.refused(room, now, tk.Bucket(), ahead, st.Slots, reach(s), fifo)
 	d.Stats = st
 	d.Replay = true
 	d.Outcome = usher.Wait

@@ -44,7 +44,8 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 	// check-ins fail it.
 	early := t.NextCheckIn.Sub(now)
 	whole := time.Duration(0)
-	if next := e.flow.behind(room.ID, now, t.Bucket()); !next.IsZero() && !next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
+	next := e.flow.behind(room.ID, now, t.Bucket())
+	if !next.IsZero() && !next.Add(HoldMargin).After(time.Unix(t.Cell, 0)) {
 		whole = next.Sub(now)
 	}
 	if early <= 0 && whole <= 0 {
@@ -62,6 +63,9 @@ func (e *Engine) Hold(room *usher.Room, t *usher.Ticket, now time.Time) time.Dur
 		// Its limits move at any moment, freeing places between whole
 		// seconds: a refusal says nothing of the rest of the second.
 		whole = 0
+	}
+	if whole > max(early, 0) && !e.flow.hold(room.ID, next) {
+		whole = 0 // as many held for that moment as can go in then
 	}
 	return max(early, whole, 0)
 }

@@ -112,7 +112,7 @@ func TestHoldRules(t *testing.T) {
 			if tt.full {
 				slots = 0
 			}
-			e.flow.refused(r.ID, tt.refusedAt, tt.refused, 5, slots, true)
+			e.flow.refused(r.ID, tt.refusedAt, tt.refused, 5, slots, reach(&r.Settings), true)
 		}
 		tk := near()
 		ptk := &tk
@@ -121,6 +121,70 @@ func TestHoldRules(t *testing.T) {
 		}
 		if got := e.Hold(&r, ptk, now); got != tt.want {
 			t.Errorf("%s: held %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestHoldsNoMoreThanCanGoIn: a line whose front is one large arrival
+// second (everyone in it has nobody ahead, so every one of them is near
+// the front) has its check-ins held for the next whole second only as many
+// times as places can free then (twice those this engine knows of, and
+// holdSpare more); the others are decided at once, refused as they would
+// be after the hold. Before, all 200 were held up to a second each, for
+// one place.
+func TestHoldsNoMoreThanCanGoIn(t *testing.T) {
+	e := newEngine(t)
+	room := simRoom() // FIFO, 2 s refresh
+	room.TotalActiveUsers, room.SessionDuration, room.DisableSessionRenewal = 1, 10*time.Second, true
+	if d := decide(t, e, &room, nil, t0); d.Outcome != usher.Admit {
+		t.Fatal("the filler was not admitted")
+	}
+	now := t0.Add(9300 * time.Millisecond) // its place frees at t0+10s
+	const bucket = 1000
+	e.flow.refused(room.ID, now.Add(-200*time.Millisecond), bucket, 0, 0, reach(&room.Settings), true)
+	held := 0
+	for i := range 200 {
+		tk := usher.Ticket{State: usher.Waiting, ArrivedAt: time.Unix(bucket, 0), CountedAt: now.Add(-time.Second),
+			NextCheckIn: now, Cell: now.Unix() + 4, Position: 1}
+		tk.VisitorID[0], tk.VisitorID[1] = byte(i), byte(i>>8)
+		switch d := e.Hold(&room, &tk, now); d {
+		case 0:
+		case 700 * time.Millisecond:
+			held++
+		default:
+			t.Fatalf("check-in %d held %v, want 700ms or none", i, d)
+		}
+	}
+	if want := 2*1 + holdSpare; held != want {
+		t.Fatalf("%d of 200 tied near-front check-ins held for one place, want %d", held, want)
+	}
+	// The next moment places may free starts a new count.
+	later := now.Add(time.Second)
+	e.flow.refused(room.ID, later.Add(-200*time.Millisecond), bucket, 0, 0, reach(&room.Settings), true)
+	tk := usher.Ticket{State: usher.Waiting, ArrivedAt: time.Unix(bucket, 0), CountedAt: later.Add(-time.Second),
+		NextCheckIn: later, Cell: later.Unix() + 4, Position: 1}
+	if d := e.Hold(&room, &tk, later); d != 700*time.Millisecond {
+		t.Fatalf("the next second's first check-in: held %v, want 700ms", d)
+	}
+}
+
+// TestFarBackRefusalHoldsNothing: the refusal of a waiter a minute or more
+// from the front (total_active_users + new_users_per_minute ahead) is not
+// what holds a near-front check-in; a near-front one's is.
+func TestFarBackRefusalHoldsNothing(t *testing.T) {
+	room := simRoom()
+	now := t0.Add(7300 * time.Millisecond)
+	tk := usher.Ticket{State: usher.Waiting, ArrivedAt: time.Unix(1000, 0), CountedAt: now.Add(-time.Second),
+		NextCheckIn: now, Cell: now.Unix() + 4, Position: 3}
+	far := reach(&room.Settings)
+	for _, c := range []struct {
+		ahead int64
+		want  time.Duration
+	}{{far, 0}, {far + 500, 0}, {far - 1, 700 * time.Millisecond}, {2, 700 * time.Millisecond}} {
+		e := newEngine(t)
+		e.flow.refused(room.ID, now.Add(-200*time.Millisecond), 900, c.ahead, 0, far, true)
+		if got := e.Hold(&room, &tk, now); got != c.want {
+			t.Errorf("refused with %d ahead (reach %d): held %v, want %v", c.ahead, far, got, c.want)
 		}
 	}
 }
