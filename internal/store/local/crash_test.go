@@ -2,8 +2,10 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,5 +216,59 @@ func TestInviteUsesSurviveCrash(t *testing.T) {
 	}
 	if ok, _ := b.UseInvite(ctx, "r", [16]byte{6}, 2, exp); !ok {
 		t.Fatal("another invite was refused")
+	}
+}
+
+// TestConcurrentAdmissionsAreDurableWhenTheyReturn: admissions made at
+// once share commits (one leads a flush, the others wait for it), and
+// each is on disk when its Admit returns: a crash image taken by each
+// caller right after its call holds its admission.
+func TestConcurrentAdmissionsAreDurableWhenTheyReturn(t *testing.T) {
+	a := openAt(t, filepath.Join(t.TempDir(), "u.db"), t0)
+	const n = 48
+	images := make([]string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := a.Admit(context.Background(), "r", usher.AdmitOp{
+				Now: t0, Visitor: visitor(byte(i + 1)), Counted: t0, Keep: t0.Unix() + 600,
+				TotalActiveUsers: 1000, NewUsersPerMinute: 1000,
+				Bucket: t0.Unix(), WaitExp: t0.Unix() + 5, ActiveExp: t0.Unix() + 30,
+			})
+			if err == nil && !res.Admitted {
+				err = fmt.Errorf("visitor %d not admitted", i+1)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			path := filepath.Join(t.TempDir(), fmt.Sprintf("crashed-%d.db", i))
+			if err := a.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+				errs <- err
+				return
+			}
+			images[i] = path
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c := a.commits.Load(); c >= n {
+		t.Errorf("%d commits for %d admissions made at once: none shared", c, n)
+	}
+	for i, path := range images {
+		b := openAt(t, path, t0.Add(time.Second))
+		r := b.rooms["r"]
+		if r == nil {
+			t.Fatalf("the crash image taken after visitor %d's Admit returned has no room", i+1)
+		}
+		rc, ok := r.records.get(visitor(byte(i + 1)))
+		if !ok || !rc.admitted {
+			t.Fatalf("the crash image taken after visitor %d's Admit returned lacks its admission", i+1)
+		}
+		b.Close()
 	}
 }

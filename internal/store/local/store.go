@@ -63,8 +63,11 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
-	flushMu    sync.Mutex    // one flush at a time
-	flushed    uint64        // seq covered by the last successful flush
+	flushMu sync.Mutex // one flush at a time
+	flushed uint64     // seq covered by the last successful flush
+	// syncing is closed when the flush a sync leads ends (nil: none);
+	// guarded by mu.
+	syncing    chan struct{}
 	commits    atomic.Uint64 // flushes that wrote to the file
 	stop, done chan struct{}
 	closeOnce  sync.Once
