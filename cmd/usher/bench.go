@@ -164,7 +164,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.redis, "redis", "", "throughput, flash-crowd: run usher on the Redis store at this address (host:port; seed nodes, comma-separated, with --redis-cluster)")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "throughput, flash-crowd: --redis is a Redis Cluster")
 	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
-	fs.DurationVar(&f.clockSlack, "clock-slack", config.DefaultClockSlack, "flash-crowd: with --redis, the nodes' store.redis.clock_slack (whole seconds; 0s: they share this machine's clock)")
+	fs.DurationVar(&f.clockSlack, "clock-slack", config.DefaultClockSlack, "flash-crowd: with --redis, the nodes' store.redis.clock_slack (whole milliseconds; 0s: they share this machine's clock)")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
@@ -260,8 +260,8 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		switch cs := f.clockSlack; {
 		case set["clock-slack"] && f.redis == "":
 			problem("clock-slack", "nodes on the embedded store count sessions exactly: give --redis ADDR")
-		case cs < 0 || cs > config.MaxClockSlack || cs%time.Second != 0:
-			problem("clock-slack", "%v: whole seconds from 0s to %v", cs, config.MaxClockSlack)
+		case cs < 0 || cs > config.MaxClockSlack || cs%time.Millisecond != 0:
+			problem("clock-slack", "%v: whole milliseconds from 0s to %v", cs, config.MaxClockSlack)
 		}
 	}
 	if f.scenario == "autopilot" {

@@ -72,7 +72,7 @@ func (e *Engine) schedule(room *usher.Room, now time.Time) usher.Schedule {
 type Engine struct {
 	store usher.Store
 	opts  Options
-	slack int64 // whole seconds an active cell outlives its session
+	slack time.Duration // how long an active cell outlives its session (whole milliseconds)
 
 	brk     breaker
 	revoked revoked
@@ -103,9 +103,27 @@ func New(store usher.Store, opts Options) *Engine {
 	e.brk.log = opts.Logger
 	e.brk.onChange = opts.OnBreaker
 	if opts.CellSlack > 0 {
-		e.slack = int64((opts.CellSlack + time.Second - 1) / time.Second)
+		e.slack = (opts.CellSlack + time.Millisecond - 1).Truncate(time.Millisecond)
 	}
 	return e
+}
+
+// end returns when a session counted at now under s ends, and the cell
+// (unix second) its count expires at. The count outlives the session by
+// exactly the slack: the cell is the first whole second at least
+// SessionHold plus the slack after now, and the session ends the slack
+// before it. With no slack that is SessionUntil; with a whole-second slack
+// the session still ends on a whole second. A sub-second slack costs a
+// room whose sessions end at R a second only R x slack idle places, where
+// a slack rounded up to the second would cost R.
+func (e *Engine) end(s *usher.Settings, now time.Time) (until time.Time, cell int64) {
+	c := usher.CeilSecond(now.Add(usher.SessionHold(s) + e.slack))
+	return e.until(c.Unix()), c.Unix()
+}
+
+// until is when the session whose count expires at cell ends.
+func (e *Engine) until(cell int64) time.Time {
+	return time.Unix(cell, 0).Add(-e.slack).UTC()
 }
 
 func (e *Engine) random() uint64 {
@@ -242,8 +260,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	admittedTk.State = usher.Admitted
 	admittedTk.AdmittedAt = counted
 	admittedTk.CountedAt = counted
-	admittedTk.Until = usher.SessionUntil(s, now)
-	admittedTk.Cell = admittedTk.Until.Unix() + e.slack
+	admittedTk.Until, admittedTk.Cell = e.end(s, now)
 	admittedTk.NextCheckIn = time.Time{}
 	admittedTk.DrewAt = time.Time{}
 	admittedTk.Back = false
@@ -542,7 +559,7 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 		at.State = usher.Admitted
 		at.AdmittedAt, at.CountedAt = rec.At, rec.At
 		at.Cell = rec.Cell
-		at.Until = time.Unix(rec.Cell-e.slack, 0).UTC()
+		at.Until = e.until(rec.Cell)
 		at.NextCheckIn, at.DrewAt, at.Back = time.Time{}, time.Time{}, false
 		d.Outcome = usher.Admit
 		d.Ticket = at
@@ -630,8 +647,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 	}
 	next := t
 	next.CountedAt = countedAfter(now, t.CountedAt)
-	next.Until = ses.RenewTo
-	next.Cell = ses.RenewTo.Unix() + e.slack
+	next.Until, next.Cell = e.end(&d.Settings, now)
 	res, err := e.store.Renew(ctx, room, usher.RenewOp{
 		Now: now, Visitor: t.VisitorID, From: usher.Cell{Exp: t.Cell, At: t.CountedAt},
 		To: next.Cell, Counted: next.CountedAt, Keep: next.Cell,
@@ -648,7 +664,7 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 		d.Replay = true
 		if rec := res.Record; rec.Admitted && rec.Cell > t.Cell {
 			next.CountedAt, next.Cell = rec.At, rec.Cell
-			next.Until = time.Unix(rec.Cell-e.slack, 0).UTC()
+			next.Until = e.until(rec.Cell)
 			d.Ticket, d.TicketChanged = next, true
 		}
 	default:

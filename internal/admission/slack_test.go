@@ -10,12 +10,12 @@ import (
 )
 
 // TestCellSlackHoldsThePlace: a session's place frees when its count ends,
-// CellSlack after the session itself (whole seconds); with no slack, at
-// the session's end. A room of one: the session's holder makes no more
-// requests, and a waiter checks in at the session's end, then every
-// second, on simulated time.
+// CellSlack after the session itself, to the millisecond; with no slack,
+// at the session's end. A room of one: the session's holder makes no more
+// requests, and a waiter checks in from a second before the session's
+// end, then every 50 ms, on simulated time.
 func TestCellSlackHoldsThePlace(t *testing.T) {
-	for _, slack := range []time.Duration{0, time.Second, 3 * time.Second} {
+	for _, slack := range []time.Duration{0, 250 * time.Millisecond, time.Second, 1500 * time.Millisecond, 3 * time.Second} {
 		st, err := local.Open(local.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -29,8 +29,8 @@ func TestCellSlackHoldsThePlace(t *testing.T) {
 			t.Fatalf("slack %v: first visitor %v", slack, a.Outcome)
 		}
 		end := a.Ticket.Until
-		if got, want := a.Ticket.Cell, end.Unix()+int64(slack/time.Second); got != want {
-			t.Errorf("slack %v: active cell %d, want the session's end %d plus the slack", slack, got, want)
+		if got, want := time.Unix(a.Ticket.Cell, 0), end.Add(slack); !got.Equal(want) {
+			t.Errorf("slack %v: active cell %v, want the session's end %v plus the slack", slack, got.UTC(), end)
 		}
 		w := decide(t, e, &room, nil, t0.Add(time.Second))
 		if w.Outcome != usher.Wait {
@@ -38,8 +38,8 @@ func TestCellSlackHoldsThePlace(t *testing.T) {
 		}
 		tk := w.Ticket
 		in := time.Time{}
-		for now := end.Add(-time.Second); now.Before(end.Add(slack + 5*time.Second)); now = now.Add(time.Second) {
-			tk.NextCheckIn = now // checks in when its ticket allows, every second
+		for now := end.Add(-time.Second); now.Before(end.Add(slack + 5*time.Second)); now = now.Add(50 * time.Millisecond) {
+			tk.NextCheckIn = now // checks in when its ticket allows, every 50 ms
 			d := decide(t, e, &room, &tk, now)
 			if d.Outcome == usher.Admit {
 				in = now
@@ -49,6 +49,53 @@ func TestCellSlackHoldsThePlace(t *testing.T) {
 		}
 		if want := end.Add(slack); !in.Equal(want) {
 			t.Errorf("slack %v: the waiter went in %v after the session's end, want %v", slack, in.Sub(end), slack)
+		}
+	}
+}
+
+// TestSessionEndWithSlack: whatever the moment and the slack, a session
+// counted at now ends at least SessionHold after now and less than a
+// second later than that, and its count outlives it by exactly the slack
+// (a sub-second slack is not rounded up to the second). Admissions and
+// renewals both, on simulated time at random milliseconds.
+func TestSessionEndWithSlack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, slack := range []time.Duration{0, time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 999 * time.Millisecond, time.Second, 2500 * time.Millisecond} {
+		st, err := local.Open(local.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		e := New(st, Options{Rand: rng.Uint64, CellSlack: slack})
+		room := simRoom()
+		room.TotalActiveUsers = 1000
+		room.NewUsersPerMinute = 100000
+		s := room.At(t0).Settings
+		hold := usher.SessionHold(&s)
+		check := func(what string, now time.Time, tk usher.Ticket) {
+			t.Helper()
+			if min := now.Add(hold); tk.Until.Before(min) || !tk.Until.Before(min.Add(time.Second)) {
+				t.Errorf("slack %v: %s at %v: session to %v, want from %v to a second later", slack, what, now, tk.Until, min)
+			}
+			if got := time.Unix(tk.Cell, 0).Sub(tk.Until); got != slack {
+				t.Errorf("slack %v: %s at %v: count outlives the session by %v", slack, what, now, got)
+			}
+		}
+		for i := 0; i < 200; i++ {
+			now := t0.Add(time.Duration(i)*time.Minute + time.Duration(rng.IntN(60000))*time.Millisecond)
+			a := decide(t, e, &room, nil, now)
+			if a.Outcome != usher.Admit {
+				t.Fatalf("slack %v: visitor %d: %v", slack, i, a.Outcome)
+			}
+			check("admission", now, a.Ticket)
+			// A request due a renewal (session_duration from now ends after
+			// the session) renews it on the same terms.
+			later := a.Ticket.Until.Add(-s.SessionDuration + time.Duration(1+rng.IntN(900))*time.Millisecond)
+			r := decide(t, e, &room, &a.Ticket, later)
+			if r.Outcome != usher.Admit || !r.TicketChanged || r.Ticket.Cell <= a.Ticket.Cell {
+				t.Fatalf("slack %v: renewal at %v: %v, cell %d after %d", slack, later, r.Outcome, r.Ticket.Cell, a.Ticket.Cell)
+			}
+			check("renewal", later, r.Ticket)
 		}
 	}
 }

@@ -45,8 +45,8 @@ func (rd *Redis) check(r *report) {
 		switch {
 		case *cs < 0 || *cs > MaxClockSlack:
 			r.add(0, at.field("clock_slack"), "must be from 0s to %v, got %v", MaxClockSlack, *cs)
-		case *cs%time.Second != 0:
-			r.add(0, at.field("clock_slack"), "must be whole seconds (counts are kept per second), got %v", *cs)
+		case *cs%time.Millisecond != 0:
+			r.add(0, at.field("clock_slack"), "must be whole milliseconds (tickets keep session ends to the millisecond), got %v", *cs)
 		}
 	}
 }
