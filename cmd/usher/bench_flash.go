@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/store/redis"
 )
 
 // FlashResult is usher bench --scenario flash-crowd's output: the report's
@@ -21,6 +22,10 @@ type FlashResult struct {
 	// ClockSlackS is, on Redis, how long the nodes kept sessions' counts
 	// past their end (store.redis.clock_slack), in seconds.
 	ClockSlackS *float64 `json:"clock_slack_s,omitempty"`
+	// ClockSpreadS is, on Redis with usher in this process, the most the
+	// nodes' clocks were apart as they last read them against Redis's
+	// (errors included; usher_clock_spread_seconds), in seconds.
+	ClockSpreadS *float64 `json:"clock_spread_s,omitempty"`
 	bench.Result
 }
 
@@ -44,6 +49,7 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	}
 	target := f.target
 	var more []string
+	var shared *redis.Store
 	if f.self {
 		env, err := m.startSelfWith(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh),
 			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes, clockSlack: &f.clockSlack})
@@ -51,6 +57,7 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 			return nil, err
 		}
 		defer env.stop()
+		shared = env.redis
 		target = env.usherURL + "/"
 		for _, u := range env.usherURLs[1:] {
 			more = append(more, u+"/")
@@ -82,6 +89,12 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 		res.Nodes, res.Store = f.nodes, "redis"
 		cs := f.clockSlack.Seconds()
 		res.ClockSlackS = &cs
+	}
+	if shared != nil && f.nodes > 1 {
+		if _, all, err := shared.Clock(ctx, nil); err == nil && len(all) > 1 {
+			sp := redis.ClockSpread(all[0], all[1:]).Seconds()
+			res.ClockSpreadS = &sp
+		}
 	}
 	return res, nil
 }

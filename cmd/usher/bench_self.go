@@ -266,6 +266,7 @@ func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log 
 		return "", fmt.Errorf("listen: %w", err)
 	}
 	wg.Go(func() { _ = server.Serve(ctx, ln, n.handler, log) })
+	n.events.node += " " + ln.Addr().String()
 	n.background(ctx, wg, cfg, store, log)
 	return "http://" + ln.Addr().String(), nil
 }

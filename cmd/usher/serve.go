@@ -204,6 +204,7 @@ type node struct {
 	events    *events
 	decider   *decider
 	recorder  *analytics.Recorder
+	clock     *clockWatch // on a shared store: the nodes' clocks against it
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -241,6 +242,10 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	pilot.Status = n.engine.Status
 	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
+	if cr, ok := store.(clockReader); ok && cfg.Store.Redis != nil {
+		n.clock = &clockWatch{store: cr, slack: cfg.Store.Redis.Slack(), log: log}
+		n.clock.register(n.metrics)
+	}
 	ev.bus.Register(n.metrics.Registry())
 	count := registerAutopilotMetrics(n.metrics, pilot)
 	pilot.OnChange = func(room string, c autopilot.Change) {
@@ -351,6 +356,10 @@ func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.C
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
 	wg.Go(func() { n.pilot.Run(ctx) })
+	if n.clock != nil {
+		n.clock.node = n.events.node // named by host and public address by now
+		wg.Go(func() { n.clock.run(ctx) })
+	}
 }
 
 func collect(errs <-chan error) []error {
@@ -365,9 +374,9 @@ func collect(errs <-chan error) []error {
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
 
-// clockSlack is the store's recovery margin: at least the longest clock
-// difference tolerated between nodes (store.redis.clock_slack's default).
-const clockSlack = config.DefaultClockSlack
+// clockSlack is the store's least recovery margin (it also covers the
+// longest clock difference tolerated between nodes, clock_slack).
+const clockSlack = time.Second
 
 // openStore opens the configured store and returns the engine options that
 // go with it: a shared store keeps sessions' counts a clock slack longer

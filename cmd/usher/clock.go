@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/store/redis"
+)
+
+// clockEvery is how often a node on a shared store reads its clock against
+// the store's.
+const clockEvery = 10 * time.Second
+
+// clockTries is how many readings a round takes; the one with the shortest
+// round trip (the smallest error) counts.
+const clockTries = 3
+
+// clockReader is a store that reads a node's clock against its own (the
+// Redis store).
+type clockReader interface {
+	Clock(ctx context.Context, publish *redis.ClockReading) (redis.ClockReading, []redis.ClockReading, error)
+}
+
+// clockWatch reads a node's clock against the shared store's, publishes
+// the reading for the other nodes, and tells the operator when the nodes'
+// clocks are further apart than clock_slack: a session ending within the
+// difference could then be counted out early by a node whose clock is
+// ahead (docs/scaling.md).
+type clockWatch struct {
+	store clockReader
+	node  string
+	slack time.Duration
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	own    redis.ClockReading
+	spread time.Duration
+	nodes  int
+	known  bool // a round has succeeded
+	over   bool // the spread exceeded the slack at the last round
+}
+
+// run reads the clocks every clockEvery until ctx ends.
+func (w *clockWatch) run(ctx context.Context) {
+	t := time.NewTicker(clockEvery)
+	defer t.Stop()
+	for {
+		w.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// round takes clockTries readings, publishes the best, and judges the
+// spread of every node's latest reading.
+func (w *clockWatch) round(ctx context.Context) {
+	var best redis.ClockReading
+	var all []redis.ClockReading
+	ok := false
+	for i := 0; i <= clockTries; i++ {
+		var pub *redis.ClockReading
+		if i == clockTries {
+			if !ok {
+				return
+			}
+			pub = &best
+		}
+		r, published, err := w.store.Clock(ctx, pub)
+		if err != nil {
+			w.log.Debug("clock reading failed", "err", err)
+			continue
+		}
+		r.Node = w.node
+		if !ok || r.Error < best.Error {
+			best = r
+		}
+		ok, all = true, published
+	}
+	if !ok {
+		return
+	}
+	spread := redis.ClockSpread(best, all)
+	nodes := 1
+	for _, r := range all {
+		if r.Node != w.node {
+			nodes++
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.own, w.spread, w.nodes, w.known = best, spread, nodes, true
+	switch over := spread > w.slack; {
+	case over && !w.over:
+		w.log.Warn("clocks: the nodes' clocks are further apart than store.redis.clock_slack; sessions ending within the difference can be counted out early by a node whose clock is ahead: synchronise the clocks (NTP) or raise clock_slack",
+			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes, "offset", best.Offset.Round(time.Microsecond))
+		w.over = true
+	case !over && w.over:
+		w.log.Info("clocks: the nodes' clocks are within store.redis.clock_slack again",
+			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes)
+		w.over = false
+	}
+}
+
+// figures returns the last round's reading, spread and node count; ok is
+// false before a round succeeded.
+func (w *clockWatch) figures() (own redis.ClockReading, spread time.Duration, nodes int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.own, w.spread, w.nodes, w.known
+}
+
+// register adds the clock figures to the metrics.
+func (w *clockWatch) register(m *admin.Metrics) {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.Registry().MustRegister(
+		gauge("usher_clock_offset_seconds", "The shared store's clock less this node's, as last read (TIME, best of three round trips).", func() float64 {
+			own, _, _, _ := w.figures()
+			return own.Offset.Seconds()
+		}),
+		gauge("usher_clock_error_seconds", "How far usher_clock_offset_seconds can be off: half the reading's round trip.", func() float64 {
+			own, _, _, _ := w.figures()
+			return own.Error.Seconds()
+		}),
+		gauge("usher_clock_spread_seconds", "The most any two nodes' clocks can be apart, from every node's reading of the last minute (errors included); above store.redis.clock_slack, sessions can be counted out early.", func() float64 {
+			_, spread, _, _ := w.figures()
+			return spread.Seconds()
+		}),
+		gauge("usher_clock_nodes", "Nodes that read their clock against the shared store in the last minute, this one included.", func() float64 {
+			_, _, n, _ := w.figures()
+			return float64(n)
+		}),
+		gauge("usher_clock_slack_seconds", "store.redis.clock_slack: how long a session's count outlives it.", func() float64 {
+			return w.slack.Seconds()
+		}),
+	)
+}
