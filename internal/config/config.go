@@ -161,15 +161,19 @@ type Redis struct {
 	Timeout time.Duration
 	// ClockSlack is how long a session's count outlives the session: the
 	// clock difference tolerated between the nodes (nil: DefaultClockSlack).
-	// Whole seconds, since counts are kept per second; zero for nodes that
-	// share one clock (one host).
+	// Whole milliseconds (tickets keep a session's end to the millisecond;
+	// counts end on whole seconds, and the session that much before); zero
+	// for nodes that share one clock (one host).
 	ClockSlack *time.Duration
 
 	filePassword string // PasswordFile's content, read by Load
 }
 
-// DefaultClockSlack is Redis.ClockSlack's default.
-const DefaultClockSlack = time.Second
+// DefaultClockSlack is Redis.ClockSlack's default: many times the
+// difference NTP leaves between servers on one network, and the bound
+// CockroachDB assumes by default for the same purpose. Each node measures
+// the nodes' difference against Redis and warns when it is larger.
+const DefaultClockSlack = 250 * time.Millisecond
 
 // MaxClockSlack is the longest Redis.ClockSlack.
 const MaxClockSlack = 10 * time.Second
