@@ -76,3 +76,37 @@ func TestClockSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestClockCluster: on a Redis Cluster two nodes, each with its own
+// client, read the clock of the shard that holds the clocks key and see
+// each other's readings.
+func TestClockCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+	open := func() *redis.Store {
+		return mustOpen(t, redis.Options{Addrs: c.Addrs(), Cluster: true, KeyPrefix: prefix(t)})
+	}
+	a, b := open(), open()
+	own, _, err := a.Clock(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Lo() > 0 || own.Hi() < 0 {
+		t.Errorf("one host, one clock: offset %v ± %v does not hold 0", own.Offset, own.Error)
+	}
+	own.Node = "a"
+	if _, _, err := a.Clock(ctx, &own); err != nil {
+		t.Fatal(err)
+	}
+	mine, all, err := b.Clock(ctx, &redis.ClockReading{Node: "b", Error: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Fatalf("b sees %v, want a's and its own reading", all)
+	}
+	mine.Node = "b"
+	if sp := redis.ClockSpread(mine, all); sp > 100*time.Millisecond {
+		t.Errorf("two nodes on one host %v apart", sp)
+	}
+}
