@@ -175,9 +175,12 @@ type AdmitOp struct {
 	// TotalActiveUsers and NewUsersPerMinute are the room's limits.
 	TotalActiveUsers  int
 	NewUsersPerMinute int
-	// SessionDuration is the room's session duration; a store that finds it
-	// has lost counters holds the room as full for that long while the
-	// sessions still running make themselves counted again.
+	// SessionDuration is how long a session is counted after the request
+	// that counted it (usher.SessionHold: session_duration, plus a renewal
+	// step less a second with renewals on); a store that finds it has lost
+	// counters holds the room as full for that long (and its recovery
+	// margin) while the sessions still running make themselves counted
+	// again.
 	SessionDuration time.Duration
 	// Bucket is the visitor's arrival bucket (unix second): the bucket it
 	// is counted in if it still waits.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/store/redis"
 )
 
@@ -27,22 +28,36 @@ type clockReader interface {
 }
 
 // clockWatch reads a node's clock against the shared store's, publishes
-// the reading for the other nodes, and tells the operator when the nodes'
-// clocks are further apart than clock_slack: a session ending within the
-// difference could then be counted out early by a node whose clock is
-// ahead (docs/scaling.md).
+// the reading for the other nodes, and, when the nodes' clocks are further
+// apart than clock_slack (a session ending within the difference could
+// then be counted out early by a node whose clock is ahead), tells the
+// operator and raises the slack of the sessions counted from then on to
+// cover the difference, until the clocks are back within clock_slack
+// (docs/scaling.md).
 type clockWatch struct {
 	store clockReader
 	node  string
-	slack time.Duration
-	log   *slog.Logger
+	slack time.Duration // clock_slack
+	// set, when not nil, puts a slack in force (the engine's
+	// SetCellSlack).
+	set func(time.Duration)
+	log *slog.Logger
 
-	mu     sync.Mutex
-	own    redis.ClockReading
-	spread time.Duration
-	nodes  int
-	known  bool // a round has succeeded
-	over   bool // the spread exceeded the slack at the last round
+	mu      sync.Mutex
+	own     redis.ClockReading
+	spread  time.Duration
+	nodes   int
+	inForce time.Duration // the slack in force: clock_slack, or raised
+	known   bool          // a round has succeeded
+	over    bool          // the spread exceeded the slack at the last round
+}
+
+// raised is the slack that covers the nodes' clocks spread apart: the
+// spread and a quarter (the clocks drift between readings), to the
+// millisecond, at most config.MaxClockSlack.
+func raised(spread time.Duration) time.Duration {
+	d := spread + spread/4
+	return min((d + time.Millisecond - 1).Truncate(time.Millisecond), config.MaxClockSlack)
 }
 
 // run reads the clocks every clockEvery until ctx ends.
@@ -97,15 +112,25 @@ func (w *clockWatch) round(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.own, w.spread, w.nodes, w.known = best, spread, nodes, true
-	switch over := spread > w.slack; {
+	over := spread > w.slack
+	slack := w.slack
+	if over {
+		slack = raised(spread)
+	}
+	switch {
 	case over && !w.over:
-		w.log.Warn("clocks: the nodes' clocks are further apart than store.redis.clock_slack; sessions ending within the difference can be counted out early by a node whose clock is ahead: synchronise the clocks (NTP) or raise clock_slack",
-			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes, "offset", best.Offset.Round(time.Microsecond))
-		w.over = true
+		w.log.Warn("clocks: the nodes' clocks are further apart than store.redis.clock_slack; sessions counted from now on keep their count longer to cover it, which leaves places idle, and sessions counted before can be counted out early by a node whose clock is ahead: synchronise the clocks (NTP) or raise clock_slack",
+			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "slack_in_force", slack, "nodes", nodes, "offset", best.Offset.Round(time.Microsecond))
 	case !over && w.over:
 		w.log.Info("clocks: the nodes' clocks are within store.redis.clock_slack again",
 			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes)
-		w.over = false
+	}
+	w.over = over
+	if slack != w.inForce {
+		w.inForce = slack
+		if w.set != nil {
+			w.set(slack)
+		}
 	}
 }
 
@@ -139,8 +164,10 @@ func (w *clockWatch) register(m *admin.Metrics) {
 			_, _, n, _ := w.figures()
 			return float64(n)
 		}),
-		gauge("usher_clock_slack_seconds", "store.redis.clock_slack: how long a session's count outlives it.", func() float64 {
-			return w.slack.Seconds()
+		gauge("usher_clock_slack_seconds", "How long the count of a session counted now outlives it: store.redis.clock_slack, or more while the nodes' clocks are further apart than that.", func() float64 {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return max(w.inForce, w.slack).Seconds()
 		}),
 	)
 }

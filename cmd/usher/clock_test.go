@@ -27,8 +27,11 @@ func (s skewed) Clock(ctx context.Context, publish *redis.ClockReading) (redis.C
 
 // TestClockWatchWarns: two nodes on one Redis, one of whose clocks is
 // 400 ms behind. With clock_slack 250ms both see the nodes up to about
-// 400 ms apart and warn, naming clock_slack; when the slack is 1s
-// neither warns; a node alone never does, whatever its offset.
+// 400 ms apart, warn, naming clock_slack, and put a slack in force that
+// covers the difference (the spread and a quarter); when the slack is 1s
+// neither warns and the slack stays 1s; a node alone never warns, whatever
+// its offset. When the clocks come back together, the slack goes back to
+// clock_slack.
 func TestClockWatchWarns(t *testing.T) {
 	rd := redistest.StartServer(t)
 	ctx := context.Background()
@@ -45,9 +48,10 @@ func TestClockWatchWarns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := mustOpenRedis(t, rd.Addr(), "clock-"+strings.ReplaceAll(c.name, " ", "-"))
 			var logs [2]bytes.Buffer
+			inForce := [2]time.Duration{c.slack, c.slack} // as the engines start
 			w := [2]*clockWatch{
-				{store: st, node: "a", slack: c.slack, log: slog.New(slog.NewTextHandler(&logs[0], nil))},
-				{store: skewed{st, 400 * time.Millisecond}, node: "b", slack: c.slack, log: slog.New(slog.NewTextHandler(&logs[1], nil))},
+				{store: st, node: "a", slack: c.slack, set: func(d time.Duration) { inForce[0] = d }, log: slog.New(slog.NewTextHandler(&logs[0], nil))},
+				{store: skewed{st, 400 * time.Millisecond}, node: "b", slack: c.slack, set: func(d time.Duration) { inForce[1] = d }, log: slog.New(slog.NewTextHandler(&logs[1], nil))},
 			}
 			n, skew := 2, [2]time.Duration{0, 400 * time.Millisecond}
 			if c.alone {
@@ -76,6 +80,30 @@ func TestClockWatchWarns(t *testing.T) {
 				warned := strings.Contains(logs[i].String(), "clock_slack")
 				if warned != c.warn {
 					t.Errorf("node %d: warned %v, want %v: %s", i, warned, c.warn, logs[i].String())
+				}
+				switch {
+				case c.warn && (inForce[i] < spread+spread/4 || inForce[i] > spread+spread/4+time.Millisecond):
+					t.Errorf("node %d: slack in force %v for clocks %v apart, want %v", i, inForce[i], spread, raised(spread))
+				case !c.warn && inForce[i] != c.slack:
+					t.Errorf("node %d: slack in force %v, want clock_slack %v", i, inForce[i], c.slack)
+				}
+			}
+			if !c.warn {
+				return
+			}
+			// b's clock is set right: both go back to clock_slack.
+			w[1].store = st
+			for range 2 {
+				for i := range n {
+					w[i].round(ctx)
+				}
+			}
+			for i := range n {
+				if inForce[i] != c.slack {
+					t.Errorf("node %d: clocks together again, slack in force %v, want %v", i, inForce[i], c.slack)
+				}
+				if !strings.Contains(logs[i].String(), "within store.redis.clock_slack again") {
+					t.Errorf("node %d: no notice that the clocks are together again: %s", i, logs[i].String())
 				}
 			}
 		})

@@ -243,7 +243,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
 	if cr, ok := store.(clockReader); ok && cfg.Store.Redis != nil {
-		n.clock = &clockWatch{store: cr, slack: cfg.Store.Redis.Slack(), log: log}
+		n.clock = &clockWatch{store: cr, slack: cfg.Store.Redis.Slack(), set: n.engine.SetCellSlack, log: log}
 		n.clock.register(n.metrics)
 	}
 	ev.bus.Register(n.metrics.Registry())
@@ -374,10 +374,6 @@ func collect(errs <-chan error) []error {
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
 
-// clockSlack is the store's least recovery margin (it also covers the
-// longest clock difference tolerated between nodes, clock_slack).
-const clockSlack = time.Second
-
 // openStore opens the configured store and returns the engine options that
 // go with it: a shared store keeps sessions' counts a clock slack longer
 // and applies the fail mode when unreachable.
@@ -385,15 +381,19 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 	opts := admission.Options{Logger: log}
 	if rd := cfg.Store.Redis; rd != nil {
 		s, err := redis.Open(ctx, redis.Options{
-			Addrs:          rd.Addrs,
-			Username:       rd.Username,
-			Password:       rd.Secret(),
-			DB:             rd.DB,
-			TLS:            rd.TLS,
-			Cluster:        rd.Cluster,
-			KeyPrefix:      rd.KeyPrefix,
-			Timeout:        rd.Timeout,
-			RecoveryMargin: max(clockSlack, rd.Slack()),
+			Addrs:     rd.Addrs,
+			Username:  rd.Username,
+			Password:  rd.Secret(),
+			DB:        rd.DB,
+			TLS:       rd.TLS,
+			Cluster:   rd.Cluster,
+			KeyPrefix: rd.KeyPrefix,
+			Timeout:   rd.Timeout,
+			// A session's count outlives its hold by the slack, rounded
+			// up to the second: at most MaxClockSlack, to which the nodes
+			// raise clock_slack while their clocks are further apart
+			// (clockWatch).
+			RecoveryMargin: config.MaxClockSlack + time.Second,
 			Logger:         log,
 		})
 		if err != nil {

@@ -72,7 +72,10 @@ func (e *Engine) schedule(room *usher.Room, now time.Time) usher.Schedule {
 type Engine struct {
 	store usher.Store
 	opts  Options
-	slack time.Duration // how long an active cell outlives its session (whole milliseconds)
+	slack atomic.Int64 // how long an active cell outlives its session (ns, whole milliseconds)
+	// slackMax is the longest slack in force so far: a record of a session
+	// ended lives as long as any session counted with it could.
+	slackMax atomic.Int64
 
 	brk     breaker
 	revoked revoked
@@ -102,11 +105,23 @@ func New(store usher.Store, opts Options) *Engine {
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
 	e.brk.onChange = opts.OnBreaker
-	if opts.CellSlack > 0 {
-		e.slack = (opts.CellSlack + time.Millisecond - 1).Truncate(time.Millisecond)
-	}
+	e.SetCellSlack(opts.CellSlack)
 	return e
 }
+
+// SetCellSlack sets how long the active cells of the sessions counted from
+// now on outlive them (Options.CellSlack), rounded up to the millisecond.
+// Each ticket carries its session's end and its cell, so sessions counted
+// before keep theirs.
+func (e *Engine) SetCellSlack(d time.Duration) {
+	v := int64((max(d, 0) + time.Millisecond - 1).Truncate(time.Millisecond))
+	e.slack.Store(v)
+	for m := e.slackMax.Load(); v > m && !e.slackMax.CompareAndSwap(m, v); m = e.slackMax.Load() {
+	}
+}
+
+// CellSlack returns the cell slack in force.
+func (e *Engine) CellSlack() time.Duration { return time.Duration(e.slack.Load()) }
 
 // end returns when a session counted at now under s ends, and the cell
 // (unix second) its count expires at. The count outlives the session by
@@ -117,13 +132,14 @@ func New(store usher.Store, opts Options) *Engine {
 // room whose sessions end at R a second only R x slack idle places, where
 // a slack rounded up to the second would cost R.
 func (e *Engine) end(s *usher.Settings, now time.Time) (until time.Time, cell int64) {
-	c := usher.CeilSecond(now.Add(usher.SessionHold(s) + e.slack))
-	return e.until(c.Unix()), c.Unix()
+	slack := e.CellSlack()
+	c := usher.CeilSecond(now.Add(usher.SessionHold(s) + slack))
+	return time.Unix(c.Unix(), 0).Add(-slack).UTC(), c.Unix()
 }
 
 // until is when the session whose count expires at cell ends.
 func (e *Engine) until(cell int64) time.Time {
-	return time.Unix(cell, 0).Add(-e.slack).UTC()
+	return time.Unix(cell, 0).Add(-e.CellSlack()).UTC()
 }
 
 func (e *Engine) random() uint64 {
@@ -274,7 +290,7 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		Keep:              now.Add(MaxAbsence(s.RefreshInterval)).Unix() + 1,
 		TotalActiveUsers:  s.TotalActiveUsers,
 		NewUsersPerMinute: s.NewUsersPerMinute,
-		SessionDuration:   s.SessionDuration,
+		SessionDuration:   usher.SessionHold(s), // how long a session is counted after its last request
 		Bucket:            tk.Bucket(),
 		From:              from,
 		WaitExp:           usher.CeilSecond(next.Add(Grace(iv))).Unix(),

@@ -54,7 +54,7 @@ func (r *revoked) has(v [8]byte, now time.Time) bool {
 func (e *Engine) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) error {
 	ctx = context.WithoutCancel(ctx)
 	s := room.At(now).Settings
-	until := usher.SessionUntil(&s, now).Add(e.slack + 2*time.Second)
+	until := usher.SessionUntil(&s, now).Add(time.Duration(e.slackMax.Load()) + 2*time.Second)
 	e.revoked.add(visitor, until, now)
 	_, err := e.store.Renew(ctx, room.ID, usher.RenewOp{Now: now, Visitor: visitor, End: true,
 		Counted: now.Truncate(time.Millisecond), Keep: until.Unix()})

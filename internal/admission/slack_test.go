@@ -99,3 +99,38 @@ func TestSessionEndWithSlack(t *testing.T) {
 		}
 	}
 }
+
+// TestSetCellSlack: a slack put in force applies to the sessions counted
+// from then on, each ticket keeping the end and cell it was given; the
+// longest slack in force so far is remembered for the records of ended
+// sessions.
+func TestSetCellSlack(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := New(st, Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64, CellSlack: 250 * time.Millisecond})
+	room := simRoom()
+	room.TotalActiveUsers, room.NewUsersPerMinute = 100, 1000
+	gap := func(tk usher.Ticket) time.Duration { return time.Unix(tk.Cell, 0).Sub(tk.Until) }
+	a := decide(t, e, &room, nil, t0.Add(123*time.Millisecond))
+	e.SetCellSlack(1500 * time.Millisecond)
+	b := decide(t, e, &room, nil, t0.Add(456*time.Millisecond))
+	e.SetCellSlack(250 * time.Millisecond)
+	c := decide(t, e, &room, nil, t0.Add(789*time.Millisecond))
+	for i, want := range []struct {
+		tk  usher.Ticket
+		gap time.Duration
+	}{{a.Ticket, 250 * time.Millisecond}, {b.Ticket, 1500 * time.Millisecond}, {c.Ticket, 250 * time.Millisecond}} {
+		if got := gap(want.tk); got != want.gap {
+			t.Errorf("session %d: count outlives it by %v, want %v", i, got, want.gap)
+		}
+	}
+	if got := e.CellSlack(); got != 250*time.Millisecond {
+		t.Errorf("slack in force %v", got)
+	}
+	if got := time.Duration(e.slackMax.Load()); got != 1500*time.Millisecond {
+		t.Errorf("longest slack so far %v, want 1.5s", got)
+	}
+}
