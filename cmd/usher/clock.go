@@ -102,7 +102,10 @@ func (w *clockWatch) round(ctx context.Context) {
 	if !ok {
 		return
 	}
-	spread := redis.ClockSpread(best, all)
+	// Judged on what the readings prove: a slow round trip widens a
+	// reading's bounds, never the proof that clocks are apart. The slack
+	// raised covers what they allow.
+	spread, proven := redis.ClockApart(best, all)
 	nodes := 1
 	for _, r := range all {
 		if r.Node != w.node {
@@ -112,7 +115,7 @@ func (w *clockWatch) round(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.own, w.spread, w.nodes, w.known = best, spread, nodes, true
-	over := spread > w.slack
+	over := proven > w.slack
 	slack := w.slack
 	if over {
 		slack = raised(spread)
@@ -120,10 +123,10 @@ func (w *clockWatch) round(ctx context.Context) {
 	switch {
 	case over && !w.over:
 		w.log.Warn("clocks: the nodes' clocks are further apart than store.redis.clock_slack; sessions counted from now on keep their count longer to cover it, which leaves places idle, and sessions counted before can be counted out early by a node whose clock is ahead: synchronise the clocks (NTP) or raise clock_slack",
-			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "slack_in_force", slack, "nodes", nodes, "offset", best.Offset.Round(time.Microsecond))
+			"apart_at_least", proven.Round(time.Microsecond), "apart_at_most", spread.Round(time.Microsecond), "clock_slack", w.slack, "slack_in_force", slack, "nodes", nodes, "offset", best.Offset.Round(time.Microsecond))
 	case !over && w.over:
 		w.log.Info("clocks: the nodes' clocks are within store.redis.clock_slack again",
-			"apart", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes)
+			"apart_at_most", spread.Round(time.Microsecond), "clock_slack", w.slack, "nodes", nodes)
 	}
 	w.over = over
 	if slack != w.inForce {

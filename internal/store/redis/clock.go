@@ -92,15 +92,29 @@ func (s *Store) Clock(ctx context.Context, publish *ClockReading) (ClockReading,
 // offset's upper bound less the narrowest's lower bound; zero for fewer
 // than two nodes. A node's own latest reading replaces its published one.
 func ClockSpread(own ClockReading, published []ClockReading) time.Duration {
-	lo, hi, n := own.Lo(), own.Hi(), 1
+	most, _ := ClockApart(own, published)
+	return most
+}
+
+// ClockApart returns the most and the least the two furthest apart of
+// readings' clocks can be, given the readings' errors: the least is what
+// the readings prove (zero when their bounds overlap), the most what they
+// allow. Zero for fewer than two nodes. A node's own latest reading
+// replaces its published one.
+func ClockApart(own ClockReading, published []ClockReading) (most, least time.Duration) {
+	lo, hi := own.Lo(), own.Hi()     // the widest bounds
+	loHi, hiLo := own.Hi(), own.Lo() // the least upper bound, the greatest lower one
+	n := 1
 	for _, r := range published {
 		if r.Node == own.Node && own.Node != "" {
 			continue
 		}
-		lo, hi, n = min(lo, r.Lo()), max(hi, r.Hi()), n+1
+		lo, hi = min(lo, r.Lo()), max(hi, r.Hi())
+		loHi, hiLo = min(loHi, r.Hi()), max(hiLo, r.Lo())
+		n++
 	}
 	if n < 2 {
-		return 0
+		return 0, 0
 	}
-	return hi - lo
+	return hi - lo, max(hiLo-loHi, 0)
 }

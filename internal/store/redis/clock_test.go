@@ -52,27 +52,32 @@ func TestClockReadsTheServersClock(t *testing.T) {
 	}
 }
 
-// TestClockSpread: the most two nodes' clocks can be apart, from their
-// readings' bounds; a node's own latest reading stands for its published
-// one, and one node alone has no spread.
+// TestClockSpread: the most and the least two nodes' clocks can be apart,
+// from their readings' bounds; a node's own latest reading stands for its
+// published one, and one node alone has no spread.
 func TestClockSpread(t *testing.T) {
 	ms := time.Millisecond
 	r := func(node string, off, e time.Duration) redis.ClockReading {
 		return redis.ClockReading{Node: node, Offset: off, Error: e}
 	}
 	for _, c := range []struct {
-		name string
-		own  redis.ClockReading
-		pub  []redis.ClockReading
-		want time.Duration
+		name        string
+		own         redis.ClockReading
+		pub         []redis.ClockReading
+		most, least time.Duration
 	}{
-		{"alone", r("a", 40*ms, ms), nil, 0},
-		{"alone, published", r("a", 40*ms, ms), []redis.ClockReading{r("a", 90*ms, ms)}, 0},
-		{"two", r("a", 40*ms, ms), []redis.ClockReading{r("a", 90*ms, ms), r("b", -10*ms, 2*ms)}, 53 * ms},
-		{"three", r("a", 0, ms), []redis.ClockReading{r("b", 5*ms, ms), r("c", -5*ms, ms)}, 12 * ms},
+		{"alone", r("a", 40*ms, ms), nil, 0, 0},
+		{"alone, published", r("a", 40*ms, ms), []redis.ClockReading{r("a", 90*ms, ms)}, 0, 0},
+		{"two", r("a", 40*ms, ms), []redis.ClockReading{r("a", 90*ms, ms), r("b", -10*ms, 2*ms)}, 53 * ms, 47 * ms},
+		{"three", r("a", 0, ms), []redis.ClockReading{r("b", 5*ms, ms), r("c", -5*ms, ms)}, 12 * ms, 8 * ms},
+		{"bounds overlap", r("a", 0, 3*ms), []redis.ClockReading{r("b", 2*ms, ms)}, 6 * ms, 0},
 	} {
-		if got := redis.ClockSpread(c.own, c.pub); got != c.want {
-			t.Errorf("%s: spread %v, want %v", c.name, got, c.want)
+		most, least := redis.ClockApart(c.own, c.pub)
+		if most != c.most || least != c.least {
+			t.Errorf("%s: apart %v to %v, want %v to %v", c.name, least, most, c.least, c.most)
+		}
+		if got := redis.ClockSpread(c.own, c.pub); got != c.most {
+			t.Errorf("%s: spread %v, want %v", c.name, got, c.most)
 		}
 	}
 }
