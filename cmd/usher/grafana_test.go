@@ -18,6 +18,7 @@ import (
 	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/store/redis/redistest"
 )
 
 // dashboardPath is the Grafana dashboard shipped in docs/.
@@ -63,6 +64,33 @@ rooms:
 	}
 	n.recorder.Observe("sale", admission.Observation{What: admission.Admitted, At: time.Now(), Queued: time.Minute, Announced: 50 * time.Second})
 	n.recorder.Observe("sale", admission.Observation{What: admission.Ended, At: time.Now(), OnOrigin: time.Minute})
+	names := gatheredNames(t, n)
+	// A node on Redis registers its clock's figures too.
+	rd := redistest.StartServer(t)
+	rcfg := *cfg
+	rcfg.Store.Redis = &config.Redis{Addrs: []string{rd.Addr()}, KeyPrefix: "grafana-test"}
+	rstore, engineOpts, err := openStore(context.Background(), &rcfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rstore.Close() })
+	rn, err := newNode(context.Background(), &rcfg, log, rstore, engineOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range gatheredNames(t, rn) {
+		names[name] = true
+	}
+	if !names["usher_clock_spread_seconds"] {
+		t.Fatal("a node on Redis registers no clock figures")
+	}
+	return names
+}
+
+// gatheredNames returns the metric names n's registry exposes, histograms'
+// series included.
+func gatheredNames(t *testing.T, n *node) map[string]bool {
+	t.Helper()
 	fams, err := n.metrics.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
