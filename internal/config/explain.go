@@ -60,7 +60,7 @@ func (c *Config) Explain(w io.Writer) error {
 		fmt.Fprintf(&b, "State is shared through %s at %s, so any number of usher nodes can serve these rooms; fail mode %s.\n",
 			kind, strings.Join(rd.Addrs, ", "), mode)
 		if cs := rd.Slack(); cs > 0 {
-			fmt.Fprintf(&b, "Sessions stay counted %v past their end, covering nodes' clocks up to %v apart (clock_slack).\n", cs, cs)
+			fmt.Fprintf(&b, "Sessions stay counted %v past their end, covering nodes' clocks up to %v apart (clock_slack); the nodes measure their clocks against Redis's and count longer while they are further apart.\n", cs, cs)
 		} else {
 			b.WriteString("Sessions are counted to their end exactly: the nodes must share one clock (clock_slack 0s).\n")
 		}
