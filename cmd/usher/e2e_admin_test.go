@@ -33,6 +33,28 @@ rooms:
     json_response_enabled: true
 `
 
+// startAdminNodes starts n usher nodes (the binary) of adminNodeConfig
+// on one real redis-server, with a sample origin named name, and returns
+// their public and admin addresses and their config files (each node logs
+// to its file's name and .log).
+func startAdminNodes(t *testing.T, n int, name string) (pubs, adms, paths []string) {
+	t.Helper()
+	rd := redistest.StartServer(t)
+	origin := httptest.NewServer(bench.NewOrigin(name))
+	t.Cleanup(origin.Close)
+	dir := t.TempDir()
+	for i := range n {
+		pub, adm := freeAddr(t), freeAddr(t)
+		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(adminNodeConfig, pub, adm, rd.Addr(), origin.URL)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		startUsher(t, path, pub, "sale")
+		pubs, adms, paths = append(pubs, pub), append(adms, adm), append(paths, path)
+	}
+	return pubs, adms, paths
+}
+
 // propagationBound is how soon a change made on one node must be in force
 // on the others (the issue's bound; nodes poll every second).
 const propagationBound = 2 * time.Second
@@ -46,20 +68,7 @@ func TestE2EAdminPropagation(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	t.Parallel()
-	rd := redistest.StartServer(t)
-	origin := httptest.NewServer(bench.NewOrigin("admin shop"))
-	t.Cleanup(origin.Close)
-	dir := t.TempDir()
-	var pubs, adms []string
-	for i := range 3 {
-		pub, adm := freeAddr(t), freeAddr(t)
-		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
-		if err := os.WriteFile(path, []byte(fmt.Sprintf(adminNodeConfig, pub, adm, rd.Addr(), origin.URL)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		startUsher(t, path, pub, "sale")
-		pubs, adms = append(pubs, pub), append(adms, adm)
-	}
+	pubs, adms, _ := startAdminNodes(t, 3, "admin shop")
 	for i, pub := range pubs {
 		if visitorWaits(t, pub) {
 			t.Fatalf("node %d: a new visitor waits before any change", i+1)

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"fmt"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/usherhq/usher/internal/bench"
-	"github.com/usherhq/usher/internal/store/redis/redistest"
 )
 
 // metricValue returns the value of an unlabelled metric in a /metrics
@@ -36,20 +30,7 @@ func TestE2EClocksMeasured(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	t.Parallel()
-	rd := redistest.StartServer(t)
-	origin := httptest.NewServer(bench.NewOrigin("clock shop"))
-	t.Cleanup(origin.Close)
-	dir := t.TempDir()
-	var adms, paths []string
-	for i := range 3 {
-		pub, adm := freeAddr(t), freeAddr(t)
-		path := filepath.Join(dir, fmt.Sprintf("node%d.yaml", i))
-		if err := os.WriteFile(path, []byte(fmt.Sprintf(adminNodeConfig, pub, adm, rd.Addr(), origin.URL)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		startUsher(t, path, pub, "sale")
-		adms, paths = append(adms, adm), append(paths, path)
-	}
+	_, adms, paths := startAdminNodes(t, 3, "clock shop")
 	deadline := time.Now().Add(2*clockEvery + 10*time.Second)
 	for i, adm := range adms {
 		var body string
