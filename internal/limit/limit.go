@@ -55,66 +55,98 @@ func mix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// Estimate is the sliding-minute estimate of a counter from its counts in
-// the previous and the current minute, frac of the way into the current
-// one: the previous minute weighs what is left of it.
-func Estimate(prev, cur uint32, frac float64) float64 {
-	return float64(prev)*(1-frac) + float64(cur)
+// Slices and SliceSeconds: the minute is counted in slices of
+// SliceSeconds, and a ticket counts until the slice it was taken in is
+// more than Slices slices old: for 60 to 70 s. So no 60 s window ever holds
+// more than the limit. Counting by the minute, with the previous minute
+// weighed by what is left of it in the window (which supposes its tickets
+// spread evenly), let a client that took its whole budget at the end of a
+// minute take most of it again before the minute after ended: up to about
+// twice the limit in one 60 s window. What it costs: a client that keeps
+// asking gets the limit every 60 to 70 s, not every 60.
+const (
+	Slices       = 6
+	SliceSeconds = 10
+)
+
+// Estimate is a counter's count over the sliding minute from its counts
+// in the last Slices+1 slices (the current one included): all of them, so
+// that a ticket counts until it is out of any window that holds it.
+func Estimate(counts *[Slices + 1]uint32) float64 {
+	e := 0.0
+	for _, c := range counts {
+		e += float64(c)
+	}
+	return e
 }
 
 // Sketch counts new tickets per client key over a sliding minute. Its
-// memory is fixed: Depth × Width counters for each of two minutes. It is
-// not safe for concurrent use.
+// memory is fixed: Depth × Width counters for each of Slices+1 slices. It
+// is not safe for concurrent use.
 type Sketch struct {
-	minute    int64 // the unix minute cur counts
-	cur, prev []uint16
+	ring [Slices + 1][]uint16
+	held [Slices + 1]int64 // the slice (unix seconds / SliceSeconds) each ring entry counts; -1: none
 }
 
 // NewSketch returns an empty sketch.
 func NewSketch() *Sketch {
-	return &Sketch{cur: make([]uint16, Depth*Width), prev: make([]uint16, Depth*Width)}
+	s := &Sketch{}
+	for i := range s.ring {
+		s.ring[i] = make([]uint16, Depth*Width)
+		s.held[i] = -1
+	}
+	return s
 }
 
-// roll moves the sketch to the minute of now (unix seconds).
-func (s *Sketch) roll(now int64) {
-	m := now / 60
-	switch {
-	case m == s.minute:
-	case m == s.minute+1:
-		s.prev, s.cur = s.cur, s.prev
-		clear(s.cur)
-		s.minute = m
-	case m > s.minute+1:
-		clear(s.prev)
-		clear(s.cur)
-		s.minute = m
-	}
-	// A clock that went back keeps counting in the current minute.
+// at returns the ring entry of slice n and whether it holds it.
+func (s *Sketch) at(n int64) ([]uint16, bool) {
+	i := int(n % (Slices + 1))
+	return s.ring[i], s.held[i] == n
 }
 
 // Take counts one new ticket for key at now (unix seconds, with its
-// fraction) unless the key's estimate has reached perMinute; it reports
+// fraction) unless the key's count has reached perMinute; it reports
 // whether the ticket was within the limit. Only tickets within the limit
 // are counted (conservative update: the rows at the least estimate grow),
-// so a client that keeps asking gets perMinute tickets a minute.
+// so a client that keeps asking gets perMinute tickets a minute. A clock
+// that goes back counts in the slice it is in.
 func (s *Sketch) Take(key uint64, now float64, perMinute int) bool {
-	sec := int64(math.Floor(now))
-	s.roll(sec)
-	frac := (now - float64(s.minute*60)) / 60
-	frac = min(max(frac, 0), 1)
+	n := int64(math.Floor(now / SliceSeconds))
+	if n < Slices {
+		n = Slices // before 1970 + a minute: no slice before
+	}
+	cur, ok := s.at(n)
+	if !ok {
+		clear(cur)
+		s.held[n%(Slices+1)] = n
+	}
+	var rows [Slices + 1][]uint16 // oldest first; nil: not held
+	for k := range rows {
+		if r, ok := s.at(n - Slices + int64(k)); ok {
+			rows[k] = r
+		}
+	}
 	cells := Cells(key)
+	var est [Depth]float64
 	least := math.Inf(1)
 	for d, c := range cells {
 		i := d*Width + int(c)
-		least = min(least, Estimate(uint32(s.prev[i]), uint32(s.cur[i]), frac))
+		var counts [Slices + 1]uint32
+		for k, r := range rows {
+			if r != nil {
+				counts[k] = uint32(r[i])
+			}
+		}
+		est[d] = Estimate(&counts)
+		least = min(least, est[d])
 	}
 	if least >= float64(perMinute) {
 		return false
 	}
 	for d, c := range cells {
 		i := d*Width + int(c)
-		if Estimate(uint32(s.prev[i]), uint32(s.cur[i]), frac) <= least && s.cur[i] < math.MaxUint16 {
-			s.cur[i]++
+		if est[d] <= least && cur[i] < math.MaxUint16 {
+			cur[i]++
 		}
 	}
 	return true

@@ -32,22 +32,56 @@ func TestTakeLimitsOneClient(t *testing.T) {
 	if got != 20 {
 		t.Fatalf("granted %d of 100 asks within a minute, want 20", got)
 	}
-	// A sliding minute: half a minute after the minute's end, half of the
-	// earlier minute's tickets still count.
-	now = 1_800_000_060 + 30
+	// A ticket counts until the 10 s slice it was taken in is six slices
+	// old: 65 s on they all still count, 70 s on none does.
+	if s.Take(key, 1_800_000_000+65, 20) {
+		t.Fatal("65 s on, a ticket was granted over the limit")
+	}
+	now = 1_800_000_000 + 70
 	got = 0
 	for range 100 {
 		if s.Take(key, now, 20) {
 			got++
 		}
 	}
-	if got != 10 {
-		t.Fatalf("half a minute later: granted %d, want 10", got)
+	if got != 20 {
+		t.Fatalf("70 s on: granted %d, want 20", got)
 	}
 	// Two minutes on, the client starts afresh.
 	if !s.Take(key, 1_800_000_300, 20) {
 		t.Fatal("a client is still limited minutes later")
 	}
+}
+
+// TestTakeBurstAcrossMinutes: a client that asks every 50 ms from 4 s
+// before a minute's end (its whole budget in the last 3 s) and on for two
+// minutes gets at most the limit in any 60 s window, and the limit every
+// 70 s at least. Counting by the minute (the previous minute weighed by
+// what is left of it in the window) it got 116 of 60 in one window here.
+func TestTakeBurstAcrossMinutes(t *testing.T) {
+	s := NewSketch()
+	key := Key(netip.MustParsePrefix("192.0.2.9/32"))
+	const limit = 60
+	var granted []float64
+	for now := float64(1_800_000_000 + 56); now < 1_800_000_000+180; now += 0.05 {
+		if s.Take(key, now, limit) {
+			granted = append(granted, now)
+		}
+	}
+	most, lo := 0, 0
+	for hi := range granted {
+		for granted[hi]-granted[lo] >= 60 {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	if most > limit {
+		t.Fatalf("%d tickets in one 60 s window at a limit of %d", most, limit)
+	}
+	if most < limit || len(granted) < 2*limit {
+		t.Fatalf("only %d tickets in the busiest 60 s window, %d in 121 s, at a limit of %d", most, len(granted), limit)
+	}
+	t.Logf("the busiest 60 s window held %d tickets at a limit of %d", most, limit)
 }
 
 // TestTakeHonestClientsAmongMany: with 50,000 other clients in the minute,

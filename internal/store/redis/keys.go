@@ -3,8 +3,10 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/limit"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -13,7 +15,11 @@ import (
 // They share the hash tag {<prefix>:<room>}.
 func roomKeys(prefix, room string) (keys []string, visitorPrefix string) {
 	tag := "{" + prefix + ":" + room + "}:"
-	return []string{tag + "m", tag + "l", tag + "w", tag + "a", tag + "r", tag + "c0", tag + "c1"}, tag + "v:"
+	keys = []string{tag + "m", tag + "l", tag + "w", tag + "a", tag + "r"}
+	for i := range limit.Slices + 1 {
+		keys = append(keys, tag+"s"+strconv.Itoa(i)) // the client sketch's slices
+	}
+	return keys, tag + "v:"
 }
 
 // visitorKey returns the key of a visitor's record in a room: the prefix

@@ -72,7 +72,7 @@ type Store struct {
 // seen is what a Store remembers of a room: its keys, and what it takes to
 // notice lost counters.
 type seen struct {
-	keys     []string // the room's five keys, then the client sketch's two
+	keys     []string // the room's five keys, then the client sketch's slices
 	visitors string   // the prefix of its visitors' record keys
 	born     int64    // the room's born (ms) as last seen
 	at       int64    // the latest op time (ms) that saw it
@@ -149,7 +149,7 @@ func (s *Store) Close() error {
 // Admit implements usher.Store with one script call.
 func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
 	rk, vp, known := s.room(room, op.Now)
-	keys := append(append(make([]string, 0, 8), rk[:5]...), visitorKey(vp, op.Visitor), rk[5], rk[6])
+	keys := append(append(append(make([]string, 0, len(rk)+1), rk[:5]...), visitorKey(vp, op.Visitor)), rk[5:]...)
 	args := writeArgs(make([]string, 0, 30), op.Now, known, &s.opts)
 	args = append(args,
 		itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)),

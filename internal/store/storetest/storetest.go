@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"JoiningWaitsWhileOthersWait", testJoining},
 		{"ClientLimit", testClientLimit},
 		{"ClientLimitRefuse", testClientLimitRefuse},
+		{"ClientLimitBurst", testClientLimitBurst},
 		{"Peek", testPeek},
 		{"Spend", testSpend},
 		{"End", testEnd},
@@ -833,6 +834,36 @@ func testClientLimit(t *testing.T, s usher.Store) {
 	full.Client = usher.ClientOp{Key: 8, PerMinute: 10, Back: back}
 	if res := mustAdmit(t, s, "r", full); res.Ahead != 0 {
 		t.Fatalf("a later arrival has %d ahead, want 0 (the over-limit tickets are at the back)", res.Ahead)
+	}
+}
+
+// testClientLimitBurst: a client that spends its budget in the last
+// seconds of a minute and keeps asking every half second for two minutes
+// gets at most its limit in any 60 s window (a ticket counts for 60 to 70 s,
+// limit.Slices), and its limit again once those have gone.
+func testClientLimitBurst(t *testing.T, s usher.Store) {
+	const perMinute = 10
+	back := T0.Unix() + 86400
+	var granted []time.Time
+	for at := T0.Add(55 * time.Second); at.Before(T0.Add(3 * time.Minute)); at = at.Add(500 * time.Millisecond) {
+		o := op(at, 1000, 1000)
+		o.Client = usher.ClientOp{Key: 43, PerMinute: perMinute, Back: back}
+		if res := mustAdmit(t, s, "r", o); !res.OverClient {
+			granted = append(granted, at)
+		}
+	}
+	most, lo := 0, 0
+	for hi := range granted {
+		for granted[hi].Sub(granted[lo]) >= time.Minute {
+			lo++
+		}
+		most = max(most, hi-lo+1)
+	}
+	if most > perMinute {
+		t.Fatalf("%d tickets in one 60 s window at a limit of %d: %v", most, perMinute, granted)
+	}
+	if len(granted) < 2*perMinute {
+		t.Fatalf("%d tickets in 125 s at a limit of %d a minute", len(granted), perMinute)
 	}
 }
 

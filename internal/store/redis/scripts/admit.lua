@@ -13,7 +13,10 @@
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
 -- born, rec, replay, record at, record cell, record admitted, over,
 -- record from, took over}.
-local V, C0, C1 = KEYS[6], KEYS[7], KEYS[8]
+local V = KEYS[6]
+-- KEYS[7] to KEYS[7 + SLICES]: the per-client sketch's slices (limit.Slices
+-- + 1 of limit.SliceSeconds), slice n in KEYS[7 + n % (SLICES + 1)].
+local SLICES, SLICE_MS = 6, 10000
 local bucket, fromExp, fromAt = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local waitExp, activeExp = tonumber(ARGV[9]), tonumber(ARGV[10])
 local total, perMinute, hold = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
@@ -59,33 +62,37 @@ local function result(admitted, ahead, replay, rc, over, took)
     slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0}
 end
 
--- take counts one new ticket for the client unless its sliding-minute
--- estimate has reached clientMax, and reports whether it was within.
+-- take counts one new ticket for the client unless its count over the
+-- sliding minute (every ticket of the last SLICES slices and the current
+-- one, as limit.Sketch) has reached clientMax, and reports whether it was
+-- within.
 local function take()
-  local minute = math.floor(NOW_MS / 60000)
-  local cur, prev = C0, C1
-  if minute % 2 == 1 then
-    cur, prev = C1, C0
-  end
-  if tonumber(redis.call('HGET', cur, '_m')) ~= minute then
+  local slice = math.max(math.floor(NOW_MS / SLICE_MS), SLICES)
+  local n = SLICES + 1
+  local cur = KEYS[7 + slice % n]
+  if tonumber(redis.call('HGET', cur, '_m')) ~= slice then
     redis.call('DEL', cur)
-    redis.call('HSET', cur, '_m', minute)
-    redis.call('PEXPIRE', cur, 130000)
+    redis.call('HSET', cur, '_m', slice)
+    redis.call('PEXPIRE', cur, n * SLICE_MS + 10000)
   end
-  local usePrev = tonumber(redis.call('HGET', prev, '_m')) == minute - 1
-  local frac = (NOW_MS - minute * 60000) / 60000
   local fields = {}
   for k = CELLS, #ARGV do
     fields[#fields + 1] = (k - CELLS) .. ':' .. ARGV[k]
   end
-  local cv = redis.call('HMGET', cur, unpack(fields))
-  local pv = {}
-  if usePrev then
-    pv = redis.call('HMGET', prev, unpack(fields))
-  end
   local est, least = {}, math.huge
   for k = 1, #fields do
-    est[k] = num(pv[k]) * (1 - frac) + num(cv[k])
+    est[k] = 0
+  end
+  for s = slice - SLICES, slice do
+    local key = KEYS[7 + s % n]
+    if s == slice or tonumber(redis.call('HGET', key, '_m')) == s then
+      local v = redis.call('HMGET', key, unpack(fields))
+      for k = 1, #fields do
+        est[k] = est[k] + num(v[k])
+      end
+    end
+  end
+  for k = 1, #fields do
     least = math.min(least, est[k])
   end
   if least >= clientMax then

@@ -18,8 +18,9 @@
 --               from (ms, a double; 0: none; absent in 17-byte records
 --               written before); the key expires when no ticket of the
 --               visitor can be presented any more
---   7, 8        hashes (admit): the per-client sketch of the even and the
---               odd minutes, "_m" -> the minute held, "row:cell" -> count
+--   7-13        hashes (admit): the per-client sketch's seven slices of
+--               10 s (limit.Slices + 1), slice n in 7 + n % 7, "_m" -> the
+--               slice held (unix s / 10), "row:cell" -> count
 -- Keys 2-5 hold a marker field "_" so that they exist while the room does:
 -- a room whose keys are not all there lost some of them.
 local M, L, W, A, R = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
