@@ -12,10 +12,12 @@ type Session struct {
 	// to AdmittedAt + session_duration while the settings in force disable
 	// renewal.
 	End time.Time
-	// RenewTo, when not zero, is the new end a request now gives the
-	// session: SessionUntil(now), SessionHold after now rounded up to the
-	// second. Zero: no renewal now (not due yet, renewal disabled, or a
-	// session from before the running event's window).
+	// RenewTo, when not zero, says a request now renews the session:
+	// SessionUntil(now), SessionHold after now rounded up to the second,
+	// the end it gets when its count has no slack (the engine's end with a
+	// cell slack is the slack before the count's whole second). Zero: no
+	// renewal now (not due yet, renewal disabled, or a session from before
+	// the running event's window).
 	RenewTo time.Time
 }
 

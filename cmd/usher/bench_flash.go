@@ -92,7 +92,8 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	}
 	if shared != nil && f.nodes > 1 {
 		if _, all, err := shared.Clock(ctx, nil); err == nil && len(all) > 1 {
-			sp := redis.ClockSpread(all[0], all[1:]).Seconds()
+			most, _ := redis.ClockApart(all[0], all[1:])
+			sp := most.Seconds()
 			res.ClockSpreadS = &sp
 		}
 	}

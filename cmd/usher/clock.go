@@ -47,9 +47,15 @@ type clockWatch struct {
 	own     redis.ClockReading
 	spread  time.Duration
 	nodes   int
-	inForce time.Duration // the slack in force: clock_slack, or raised
+	inForce time.Duration // the slack in force: clock_slack, or raised (newClockWatch)
 	known   bool          // a round has succeeded
 	over    bool          // the spread exceeded the slack at the last round
+}
+
+// newClockWatch returns the watch of a node on store whose clock_slack is
+// slack, putting slacks in force with set.
+func newClockWatch(store clockReader, slack time.Duration, set func(time.Duration), log *slog.Logger) *clockWatch {
+	return &clockWatch{store: store, slack: slack, inForce: slack, set: set, log: log}
 }
 
 // raised is the slack that covers the nodes' clocks spread apart: the
@@ -170,7 +176,7 @@ func (w *clockWatch) register(m *admin.Metrics) {
 		gauge("usher_clock_slack_seconds", "How long the count of a session counted now outlives it: store.redis.clock_slack, or more while the nodes' clocks are further apart than that.", func() float64 {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			return max(w.inForce, w.slack).Seconds()
+			return w.inForce.Seconds()
 		}),
 	)
 }

@@ -53,9 +53,10 @@ func TestClockWatchWarns(t *testing.T) {
 			var logs [2]bytes.Buffer
 			inForce := [2]time.Duration{c.slack, c.slack} // as the engines start
 			w := [2]*clockWatch{
-				{store: st, node: "a", slack: c.slack, set: func(d time.Duration) { inForce[0] = d }, log: slog.New(slog.NewTextHandler(&logs[0], nil))},
-				{store: skewed{st, c.skew}, node: "b", slack: c.slack, set: func(d time.Duration) { inForce[1] = d }, log: slog.New(slog.NewTextHandler(&logs[1], nil))},
+				newClockWatch(st, c.slack, func(d time.Duration) { inForce[0] = d }, slog.New(slog.NewTextHandler(&logs[0], nil))),
+				newClockWatch(skewed{st, c.skew}, c.slack, func(d time.Duration) { inForce[1] = d }, slog.New(slog.NewTextHandler(&logs[1], nil))),
 			}
+			w[0].node, w[1].node = "a", "b"
 			n, skew := 2, [2]time.Duration{0, c.skew}
 			if c.alone {
 				n, skew[0] = 1, c.skew

@@ -243,7 +243,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
 	if cr, ok := store.(clockReader); ok && cfg.Store.Redis != nil {
-		n.clock = &clockWatch{store: cr, slack: cfg.Store.Redis.Slack(), set: n.engine.SetCellSlack, log: log}
+		n.clock = newClockWatch(cr, cfg.Store.Redis.Slack(), n.engine.SetCellSlack, log)
 		n.clock.register(n.metrics)
 	}
 	ev.bus.Register(n.metrics.Registry())

@@ -137,7 +137,10 @@ func (e *Engine) end(s *usher.Settings, now time.Time) (until time.Time, cell in
 	return time.Unix(c.Unix(), 0).Add(-slack).UTC(), c.Unix()
 }
 
-// until is when the session whose count expires at cell ends.
+// until is when the session whose count expires at cell ends, by the
+// slack in force now: the store's record keeps the cell, not the session's
+// end, so a session counted under another slack (raised since, or lowered
+// back) is given the end the present slack makes of its cell.
 func (e *Engine) until(cell int64) time.Time {
 	return time.Unix(cell, 0).Add(-e.CellSlack()).UTC()
 }

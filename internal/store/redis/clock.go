@@ -88,14 +88,6 @@ func (s *Store) Clock(ctx context.Context, publish *ClockReading) (ClockReading,
 	return own, all, nil
 }
 
-// ClockSpread is the most two of readings' clocks can be apart: the widest
-// offset's upper bound less the narrowest's lower bound; zero for fewer
-// than two nodes. A node's own latest reading replaces its published one.
-func ClockSpread(own ClockReading, published []ClockReading) time.Duration {
-	most, _ := ClockApart(own, published)
-	return most
-}
-
 // ClockApart returns the most and the least the two furthest apart of
 // readings' clocks can be, given the readings' errors: the least is what
 // the readings prove (zero when their bounds overlap), the most what they

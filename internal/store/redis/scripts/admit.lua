@@ -75,30 +75,31 @@ local function take()
     redis.call('HSET', cur, '_m', slice)
     redis.call('PEXPIRE', cur, n * SLICE_MS + 10000)
   end
-  local fields = {}
+  -- One HMGET a slice reads the slice it holds ('_m', first) and the
+  -- client's cells.
+  local fields = { '_m' }
   for k = CELLS, #ARGV do
     fields[#fields + 1] = (k - CELLS) .. ':' .. ARGV[k]
   end
   local est, least = {}, math.huge
-  for k = 1, #fields do
+  for k = 2, #fields do
     est[k] = 0
   end
   for s = slice - SLICES, slice do
-    local key = KEYS[7 + s % n]
-    if s == slice or tonumber(redis.call('HGET', key, '_m')) == s then
-      local v = redis.call('HMGET', key, unpack(fields))
-      for k = 1, #fields do
+    local v = redis.call('HMGET', KEYS[7 + s % n], unpack(fields))
+    if tonumber(v[1]) == s then
+      for k = 2, #fields do
         est[k] = est[k] + num(v[k])
       end
     end
   end
-  for k = 1, #fields do
+  for k = 2, #fields do
     least = math.min(least, est[k])
   end
   if least >= clientMax then
     return false
   end
-  for k = 1, #fields do
+  for k = 2, #fields do
     if est[k] <= least then
       redis.call('HINCRBY', cur, fields[k], 1)
     end
