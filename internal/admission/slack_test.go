@@ -134,3 +134,30 @@ func TestSetCellSlack(t *testing.T) {
 		t.Errorf("longest slack so far %v, want 1.5s", got)
 	}
 }
+
+// TestCookieBetweenSessionEndAndCount: with a sub-second slack, a session
+// ends 250 ms before its count does. Its cookie shown in between (a copy,
+// a replay, a reload at that moment) holds no session: in a room of one
+// whose place is still counted, it waits like any new visitor, and no
+// one is let in until the count ends.
+func TestCookieBetweenSessionEndAndCount(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := New(st, Options{Rand: rand.New(rand.NewPCG(9, 10)).Uint64, CellSlack: 250 * time.Millisecond})
+	room := simRoom()
+	room.TotalActiveUsers = 1
+	a := decide(t, e, &room, nil, t0.Add(300*time.Millisecond))
+	if a.Outcome != usher.Admit {
+		t.Fatalf("first visitor %v", a.Outcome)
+	}
+	cell := time.Unix(a.Ticket.Cell, 0)
+	for _, at := range []time.Time{a.Ticket.Until, a.Ticket.Until.Add(100 * time.Millisecond), cell.Add(-time.Millisecond)} {
+		tk := a.Ticket
+		if d := decide(t, e, &room, &tk, at); d.Outcome == usher.Admit {
+			t.Errorf("the cookie shown %v after its session ended (its count ends %v after) was admitted", at.Sub(a.Ticket.Until), cell.Sub(a.Ticket.Until))
+		}
+	}
+}
