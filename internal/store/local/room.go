@@ -71,6 +71,7 @@ type room struct {
 	admN     int64                     // sum of admitted
 	lapsed   int64                     // waiting counts expired (abandoned), since the store opened
 	expired  int64                     // every cell with expiry <= this is gone
+	latestMs int64                     // the latest unix ms an op was decided at (see latest)
 
 	records *records
 
@@ -262,6 +263,18 @@ func (r *room) admittedAt(sec, ms int64) {
 	r.admLast[sec] = max(r.admLast[sec], ms, sec*1000)
 }
 
+// latest returns the room's time to the millisecond for an op decided at
+// nowMs: the latest moment any op was decided at, which it moves on. Ops
+// are applied in the order they take the store's lock, not the order
+// they were decided in: an op that waited longer than a later one must
+// not see the rate window hold an admission the later one saw leave it.
+// Judged at its own time, it would be refused a place the later op gave
+// to a waiter behind it (a FIFO inversion).
+func (r *room) latest(nowMs int64) int64 {
+	r.latestMs = max(r.latestMs, nowMs, r.expired*1000)
+	return r.latestMs
+}
+
 // rateOut returns the admissions of the second nowMs-60s falls in when
 // every one of them is at least 60 s before nowMs: out of the window
 // (nowMs-60s, nowMs]. The last admission of a second loaded from disk is
@@ -309,6 +322,7 @@ func (r *room) stats(nowMs int64, total, perMinute int) usher.RoomStats {
 func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	now := op.Now.Unix()
 	r.expire(now)
+	ms := r.latest(op.Now.UnixMilli())
 	from := atMilli(op.From.At)
 	rc, known := r.lookup(op.Visitor, now)
 	tookOver := known && from < rc.at && takesOver(op, rc, from)
@@ -320,7 +334,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			Admitted:  rc.admitted,
 			Record:    rc.public(),
 			Ahead:     max(r.live.before(op.Bucket), 0),
-			RoomStats: r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute),
+			RoomStats: r.stats(ms, op.TotalActiveUsers, op.NewUsersPerMinute),
 		}
 	}
 	switch {
@@ -337,7 +351,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 		r.addWaiting(op.From.Exp, from, -1)
 	}
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0), TookOver: tookOver}
-	st := r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute)
+	st := r.stats(ms, op.TotalActiveUsers, op.NewUsersPerMinute)
 	newcomer := op.From.At.IsZero() && !known
 	if newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0 {
 		if r.sketch == nil {
@@ -372,9 +386,10 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.addActive(op.ActiveExp, 1)
 			cell = op.ActiveExp
 		}
-		// Rounded up to the millisecond: it leaves the window when that
-		// is 60 s old.
-		r.admittedAt(now, op.Now.Add(time.Millisecond-1).UnixMilli())
+		// In the room's latest second (as Redis counts it), rounded up to
+		// the millisecond and never before the room's latest: it leaves
+		// the window when that is 60 s old.
+		r.admittedAt(max(now, floorDiv(ms, 1000)), max(op.Now.Add(time.Millisecond-1).UnixMilli(), ms))
 		r.remember(op.Visitor, record{at: counted, cell: cell, keep: max(op.Keep, cell), admitted: true, from: from}, now)
 	default:
 		cell, bucket := int64(0), op.Bucket
@@ -397,7 +412,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	if res.OverClient && !op.Client.Refuse {
 		res.Ahead = max(r.live.before(op.Client.Back), 0)
 	}
-	res.RoomStats = r.stats(op.Now.UnixMilli(), op.TotalActiveUsers, op.NewUsersPerMinute)
+	res.RoomStats = r.stats(ms, op.TotalActiveUsers, op.NewUsersPerMinute)
 	return res
 }
 
@@ -405,6 +420,7 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	now := op.Now.Unix()
 	r.expire(now)
+	r.latest(op.Now.UnixMilli())
 	from := atMilli(op.From.At)
 	rc, known := r.lookup(op.Visitor, now)
 	if op.End {
@@ -446,7 +462,7 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 // peek returns the live waiters ahead of bucket and the counters at now.
 func (r *room) peek(now time.Time, bucket int64) (int64, usher.RoomStats) {
 	r.expire(now.Unix())
-	return max(r.live.before(bucket), 0), r.stats(now.UnixMilli(), 0, 0)
+	return max(r.live.before(bucket), 0), r.stats(r.latest(now.UnixMilli()), 0, 0)
 }
 
 // value returns the current count under k, for persistence.

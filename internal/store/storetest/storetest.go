@@ -28,6 +28,7 @@ func Run(t *testing.T, open Opener) {
 		{"ConcurrencyLimit", testConcurrencyLimit},
 		{"RateLimit", testRateLimit},
 		{"RateWindowToTheMillisecond", testRateWindowMs},
+		{"RateWindowNeverGoesBack", testRateWindowNeverGoesBack},
 		{"ActiveCellsExpire", testActiveCellsExpire},
 		{"WaitersAheadByBucket", testWaitersAheadByBucket},
 		{"WaitingMoveCountsOnce", testWaitingMoveCountsOnce},
@@ -226,6 +227,43 @@ func testRateWindowMs(t *testing.T, s usher.Store) {
 	}
 	if st := mustStats(t, s, "r", ms(120_300)); st.AdmittedLastMinute != 0 {
 		t.Errorf("stats at 120.300 s: %d admitted in the last minute, want 0", st.AdmittedLastMinute)
+	}
+}
+
+// testRateWindowNeverGoesBack: ops reach the store in another order than
+// they were decided in (a call in flight longer than the next one's, on
+// one node or two). Once an op has seen a second's admissions leave the
+// rate window, no op applied after it sees them counted again, whatever
+// its own time: the waiter ahead, decided a little earlier but applied
+// after, is not refused the place a waiter behind it was just given.
+func testRateWindowNeverGoesBack(t *testing.T, s usher.Store) {
+	ms := func(d int64) time.Time { return T0.Add(time.Duration(d) * time.Millisecond) }
+	for range 2 { // the rate of 2 a minute, taken at T0 + 100 ms
+		if res := mustAdmit(t, s, "r", op(ms(100), 100, 2)); !res.Admitted {
+			t.Fatalf("admission at 100 ms: %+v", res)
+		}
+	}
+	// Two waiters, of the seconds T0+1 and T0+2, counted to T0+100 s.
+	var w [2]usher.AdmitOp
+	for i := range w {
+		w[i] = op(ms(int64(i+1)*1000), 100, 2)
+		w[i].WaitExp = T0.Unix() + 100
+		if res := mustAdmit(t, s, "r", w[i]); res.Admitted || res.Ahead != int64(i) {
+			t.Fatalf("waiter %d: %+v, want waiting with %d ahead", i, res, i)
+		}
+	}
+	// The second waiter's check-in, decided at 60.150 s, is applied first:
+	// the two admissions of T0 have left the window, and both waiters fit.
+	if res := mustAdmit(t, s, "r", checkIn(w[1], ms(60_150))); !res.Admitted || res.Ahead != 1 {
+		t.Fatalf("second waiter at 60.150 s: %+v, want admitted with 1 ahead", res)
+	}
+	// The first waiter's, decided at 60.050 s, is applied after it.
+	if res := mustAdmit(t, s, "r", checkIn(w[0], ms(60_050))); !res.Admitted {
+		t.Fatalf("first waiter at 60.050 s, applied after the second's admission: %+v, want admitted (the "+
+			"window judged at its own time holds T0's admissions again: a FIFO inversion)", res)
+	}
+	if st := mustStats(t, s, "r", ms(60_000)); st.AdmittedLastMinute != 2 {
+		t.Errorf("stats asked for 60.000 s after both: %d admitted in the last minute, want 2", st.AdmittedLastMinute)
 	}
 }
 

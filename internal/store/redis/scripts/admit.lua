@@ -34,7 +34,7 @@ end
 
 local m = open()
 local now = math.max(NOW, m.x)
-local ms = math.max(NOW_MS, now * 1000)
+local ms = latest(m, now)
 expire(m, now)
 -- The oldest second's admissions that left the window (see rate_out):
 -- they stay counted in m.rn until the second expires.
@@ -172,7 +172,7 @@ elseif admitted then
   end
   redis.call('HINCRBY', R, now, 1)
   local last = tonumber(redis.call('HGET', R, 'l' .. now)) or 0
-  redis.call('HSET', R, 'l' .. now, math.max(last, stamp, now * 1000))
+  redis.call('HSET', R, 'l' .. now, math.max(last, stamp, ms))
   m.rn = m.rn + 1
   next = {at = counted, cell = c, admitted = true, from = fromAt}
   remember(V, next, math.max(keep, c), rc, now)

@@ -2,7 +2,8 @@
 -- script's own text.
 --
 -- KEYS (all of one room, one hash tag):
---   1 meta      hash: born, x, wn, an, rn, hi, rec; base, rl, ll, rt, lt
+--   1 meta      hash: born, x (latest second), xm (latest ms, see latest),
+--               wn, an, rn, hi, rec; base, rl, ll, rt, lt
 --   2 live      hash: page -> FAN live waiting counts (see room.lua)
 --   3 waiting   hash: "exp:page" -> packed records (bucket offset, count)
 --               of the waiters counted in the cell expiring at exp, PAGE

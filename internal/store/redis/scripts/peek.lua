@@ -11,6 +11,6 @@ local m = open()
 local now = math.max(NOW, m.x)
 expire(m, now)
 local ahead = math.max(0, before(m, bucket))
-local out = rate_out(now, math.max(NOW_MS, now * 1000))
+local out = rate_out(now, latest(m, now))
 finish(m)
 return {ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn - out)}

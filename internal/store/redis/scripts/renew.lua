@@ -13,6 +13,7 @@ local ending = ARGV[11] == '1'
 
 local m = open()
 local now = math.max(NOW, m.x)
+latest(m, now)
 expire(m, now)
 
 local rc = record(V, now)

@@ -362,6 +362,19 @@ local function remember(v, rc, keep, old, now)
     'PX', (keep - now) * 1000 + 1000)
 end
 
+-- latest returns the room's time to the millisecond for an op at second
+-- now: the latest moment any op was decided at (m.xm, which it moves on).
+-- Ops are applied in the order they reach Redis, not the order the nodes
+-- decided them in: a call in flight longer than a later one's must not see
+-- the rate window hold an admission the later call saw leave it. Judged
+-- at its own time, it would be refused a place the later call gave to a
+-- waiter behind it (a FIFO inversion).
+local function latest(m, now)
+  local ms = math.max(NOW_MS, now * 1000, m.xm or 0)
+  m.xm = ms
+  return ms
+end
+
 -- expire drops every cell whose second has come by now, and admissions
 -- that left the rate window, then forgets the anchor when nobody
 -- waits.
@@ -427,7 +440,7 @@ local function trusted(m, at)
 end
 
 -- FIELDS are the meta fields a script may change.
-local FIELDS = {'born', 'x', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt', 'lp'}
+local FIELDS = {'born', 'x', 'xm', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt', 'lp'}
 
 -- finish writes the meta fields that changed and keeps the room's keys
 -- alive for the horizon past the latest cell.

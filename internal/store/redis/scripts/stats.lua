@@ -9,6 +9,9 @@ if redis.call('EXISTS', M) == 0 then
 end
 local m = meta()
 local x = m.x or now
+-- As the writes judge it: at the latest time an op was decided at.
+now = math.max(now, x)
+nowMs = math.max(nowMs, now * 1000, m.xm or 0)
 local an, wn, rn, lp = m.an or 0, m.wn or 0, m.rn or 0, m.lp or 0
 if now > x then
   local _, vals = due(A, x, now)
