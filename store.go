@@ -307,7 +307,20 @@ type RenewOp struct {
 	// its record says the session ended (Cell zero), so that no ticket of
 	// it renews again. From is ignored.
 	End bool
+	// By, when not zero, is the latest moment (on the caller's clock) the
+	// renewal may be known applied: past it, the session's count may have
+	// lapsed in the store before the renewal reached it, and a place
+	// counted free meanwhile may have been given to someone else. A store
+	// whose calls travel (Redis) answers ErrRenewLate when its answer
+	// comes after By: the caller keeps the ticket it had, whose session
+	// ends as counted. The renewal may still have been applied: the
+	// session is then counted longer than it runs, never shorter.
+	By time.Time
 }
+
+// ErrRenewLate is a store's answer to a renewal that came back after its
+// RenewOp.By (see there).
+var ErrRenewLate = Errorf(EUnavailable, "the session's renewal was answered too late to be sure it was counted in time")
 
 // RenewResult is the output of Store.Renew.
 type RenewResult struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/store/redis"
 )
@@ -26,6 +27,11 @@ type FlashResult struct {
 	// nodes' clocks were apart as they last read them against Redis's
 	// (errors included; usher_clock_spread_seconds), in seconds.
 	ClockSpreadS *float64 `json:"clock_spread_s,omitempty"`
+	// RenewalsLate is, on Redis with usher in this process, how many
+	// session renewals the nodes' store answered too late to be sure the
+	// session's count had not lapsed first (usher_renewals_late_total):
+	// those sessions ran to the end they were counted to.
+	RenewalsLate *int64 `json:"renewals_late,omitempty"`
 	bench.Result
 }
 
@@ -50,6 +56,7 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	target := f.target
 	var more []string
 	var shared *redis.Store
+	var engines []*admission.Engine
 	if f.self {
 		env, err := m.startSelfWith(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh),
 			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes, clockSlack: &f.clockSlack})
@@ -57,7 +64,7 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 			return nil, err
 		}
 		defer env.stop()
-		shared = env.redis
+		shared, engines = env.redis, env.engines
 		target = env.usherURL + "/"
 		for _, u := range env.usherURLs[1:] {
 			more = append(more, u+"/")
@@ -89,6 +96,13 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 		res.Nodes, res.Store = f.nodes, "redis"
 		cs := f.clockSlack.Seconds()
 		res.ClockSlackS = &cs
+	}
+	if shared != nil && len(engines) > 0 {
+		var late int64
+		for _, e := range engines {
+			late += e.LateRenewals()
+		}
+		res.RenewalsLate = &late
 	}
 	if shared != nil && f.nodes > 1 {
 		if _, all, err := shared.Clock(ctx, nil); err == nil && len(all) > 1 {

@@ -48,7 +48,10 @@ type selfEnv struct {
 	// embeddedURL is a second usher, on the embedded store, with the same
 	// rooms and origin (selfOptions.compareEmbedded); empty without.
 	embeddedURL string
-	stop        func()
+	// engines are the engines of the usher nodes started in this process,
+	// for their counters.
+	engines []*admission.Engine
+	stop    func()
 }
 
 // selfOptions choose the self environment's store.
@@ -216,7 +219,10 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 			return "", nil, err
 		}
 		closers = append(closers, store.Close)
-		u, err := startNode(ctx, &wg, cfg, quiet, store, engineOpts)
+		u, n, err := startNode(ctx, &wg, cfg, quiet, store, engineOpts)
+		if n != nil {
+			env.engines = append(env.engines, n.engine)
+		}
 		return u, store, err
 	}
 	var store usher.Store
@@ -256,19 +262,19 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 // is done, as Main.run does (the same engine, metrics, gate and handler
 // stack; no admin listener, no reloading), and returns its URL. The caller
 // closes store after wg is done.
-func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log *slog.Logger, store usher.Store, engineOpts admission.Options) (string, error) {
+func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log *slog.Logger, store usher.Store, engineOpts admission.Options) (string, *node, error) {
 	n, err := newNode(ctx, cfg, log, store, engineOpts)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return "", fmt.Errorf("listen: %w", err)
+		return "", nil, fmt.Errorf("listen: %w", err)
 	}
 	wg.Go(func() { _ = server.Serve(ctx, ln, n.handler, log) })
 	n.events.node += " " + ln.Addr().String()
 	n.background(ctx, wg, cfg, store, log)
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + ln.Addr().String(), n, nil
 }
 
 // fromOrigin reports whether an answer came from the sample origin.

@@ -41,7 +41,10 @@ type clockWatch struct {
 	// set, when not nil, puts a slack in force (the engine's
 	// SetCellSlack).
 	set func(time.Duration)
-	log *slog.Logger
+	// measured, when not nil, is told each round's spread (the engine's
+	// SetClockSpread: how long a renewal has to come back).
+	measured func(time.Duration)
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	own     redis.ClockReading
@@ -117,6 +120,9 @@ func (w *clockWatch) round(ctx context.Context) {
 		if r.Node != w.node {
 			nodes++
 		}
+	}
+	if w.measured != nil {
+		w.measured(spread)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -31,5 +31,9 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_lost_answers_total",
 			Help: "Decisions on a ticket one answer behind the store's record (a store call applied whose answer was lost): taken over, or its counted admission delivered or started over.",
 		}, func() float64 { return float64(e.LostAnswers()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_late_total",
+			Help: "Session renewals the store answered too late to be sure the session's count had not lapsed first (later than the clock slack less the clocks' spread after the request): their sessions ran to the end they were counted to.",
+		}, func() float64 { return float64(e.LateRenewals()) }),
 	)
 }

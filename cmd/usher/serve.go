@@ -244,6 +244,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	registerEngineMetrics(n.metrics, n.engine)
 	if cr, ok := store.(clockReader); ok && cfg.Store.Redis != nil {
 		n.clock = newClockWatch(cr, cfg.Store.Redis.Slack(), n.engine.SetCellSlack, log)
+		n.clock.measured = n.engine.SetClockSpread
 		n.clock.register(n.metrics)
 	}
 	ev.bus.Register(n.metrics.Registry())

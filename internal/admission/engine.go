@@ -12,6 +12,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -76,6 +77,9 @@ type Engine struct {
 	// slackMax is the longest slack in force so far: a record of a session
 	// ended lives as long as any session counted with it could.
 	slackMax atomic.Int64
+	// spread is the most the nodes' clocks are known to be apart (ns), -1
+	// while not measured: see renewBy.
+	spread atomic.Int64
 
 	brk     breaker
 	revoked revoked
@@ -83,6 +87,8 @@ type Engine struct {
 	// lost counts decisions on a ticket one answer behind the store's
 	// record: takeovers, and lost admissions delivered or started over.
 	lost atomic.Int64
+	// late counts renewals answered after their RenewOp.By.
+	late atomic.Int64
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
 
@@ -106,7 +112,32 @@ func New(store usher.Store, opts Options) *Engine {
 	e.brk.log = opts.Logger
 	e.brk.onChange = opts.OnBreaker
 	e.SetCellSlack(opts.CellSlack)
+	e.spread.Store(-1)
 	return e
+}
+
+// SetClockSpread sets the most the clocks of the nodes sharing the store
+// are known to be apart (measured: see renewBy).
+func (e *Engine) SetClockSpread(d time.Duration) { e.spread.Store(int64(max(d, 0))) }
+
+// renewBy is the latest moment, on this engine's clock, a renewal of a
+// session counted in the active cell expiring at cell may be known applied
+// (usher.RenewOp.By): the cell less the most the clocks of the nodes that
+// share the store can be ahead of this one. Until then no node has applied
+// an op stamped at or after the cell, so the count was still there when
+// the renewal moved it. Past it, a node's op may have expired the count
+// first and the place been given to another (the session, renewed, would
+// then run on a count that lapsed for a moment). The spread is the
+// measured one (SetClockSpread), else the cell slack, which is chosen to
+// cover it. A request is renewed only before its session ends, the slack
+// before the cell: a renewal has at least the slack less the spread to
+// come back.
+func (e *Engine) renewBy(cell int64) time.Time {
+	apart := e.CellSlack()
+	if s := e.spread.Load(); s >= 0 {
+		apart = time.Duration(s)
+	}
+	return time.Unix(cell, 0).Add(-apart)
 }
 
 // SetCellSlack sets how long the active cells of the sessions counted from
@@ -669,10 +700,19 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 	next.Until, next.Cell = e.end(&d.Settings, now)
 	res, err := e.store.Renew(ctx, room, usher.RenewOp{
 		Now: now, Visitor: t.VisitorID, From: usher.Cell{Exp: t.Cell, At: t.CountedAt},
-		To: next.Cell, Counted: next.CountedAt, Keep: next.Cell,
+		To: next.Cell, Counted: next.CountedAt, Keep: next.Cell, By: e.renewBy(t.Cell),
 	})
-	e.brk.result(now, err)
+	late := errors.Is(err, usher.ErrRenewLate)
+	if late {
+		// The store answered, within its timeout: slow, not down.
+		e.brk.result(now, nil)
+	} else {
+		e.brk.result(now, err)
+	}
 	switch {
+	case late:
+		// Its session runs to the end it was counted to.
+		e.late.Add(1)
 	case err != nil:
 		e.opts.Logger.Warn("session not renewed", "room", room, "err", err)
 	case res.Replay && res.Record.Admitted && res.Record.Cell == 0:

@@ -94,6 +94,11 @@ func (e *Engine) StoreDown() bool {
 // delivered admission is a parallel request's and is not counted.
 func (e *Engine) LostAnswers() int64 { return e.lost.Load() }
 
+// LateRenewals is the number of session renewals the store answered too
+// late to be sure the session's count had not lapsed first
+// (usher.ErrRenewLate): their sessions ran to the end they were counted to.
+func (e *Engine) LateRenewals() int64 { return e.late.Load() }
+
 // FailModeDecisions is the number of decisions made by the fail mode.
 func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load() }
 

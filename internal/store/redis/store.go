@@ -215,8 +215,20 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	if !op.By.IsZero() {
+		// Waiting past By is no use: the answer would be thrown away.
+		var cancelBy context.CancelFunc
+		ctx, cancelBy = context.WithDeadline(ctx, op.By)
+		defer cancelBy()
+	}
 	var v [7]int64
-	if err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+	err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:])
+	if !op.By.IsZero() && !time.Now().Before(op.By) {
+		// Answered (or given up on) at or after By: applied when, is not
+		// known.
+		return usher.RenewResult{}, usher.ErrRenewLate
+	}
+	if err != nil {
 		return usher.RenewResult{}, err
 	}
 	s.remember(room, op.Now, v[0], v[1])

@@ -1,0 +1,89 @@
+package admission
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+// lateStore answers every renewal as a store whose calls travel does when
+// the answer comes back after the op's By, and remembers each op's By.
+type lateStore struct {
+	usher.Store
+	late bool
+	by   []time.Time
+}
+
+func (s *lateStore) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
+	s.by = append(s.by, op.By)
+	if s.late {
+		return usher.RenewResult{}, usher.ErrRenewLate
+	}
+	return s.Store.Renew(ctx, room, op)
+}
+
+// TestRenewalsAreDueBackBeforeTheCountCanLapse: a renewal must come back
+// before any node can have counted its session out: by its cell less the
+// clocks' measured spread, or less the cell slack while none is measured.
+// One answered later leaves the visitor its ticket (its session runs to
+// the end it was counted to), is counted as late, and never opens the
+// breaker: the store answered.
+func TestRenewalsAreDueBackBeforeTheCountCanLapse(t *testing.T) {
+	st, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ls := &lateStore{Store: st}
+	const slack = 250 * time.Millisecond
+	e := New(ls, Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64, CellSlack: slack})
+	room := simRoom()
+	room.TotalActiveUsers = 10
+	a := decide(t, e, &room, nil, t0)
+	if a.Outcome != usher.Admit {
+		t.Fatalf("first visitor: %v", a.Outcome)
+	}
+	tk := a.Ticket
+	// Not measured: the slack bounds the spread.
+	now := tk.Until.Add(-10 * time.Millisecond)
+	d := decide(t, e, &room, &tk, now)
+	if d.Outcome != usher.Admit || !d.TicketChanged || len(ls.by) != 1 {
+		t.Fatalf("renewal: %+v, %d renewals", d, len(ls.by))
+	}
+	if want := time.Unix(tk.Cell, 0).Add(-slack); !ls.by[0].Equal(want) {
+		t.Errorf("renewal due back by %v, want the cell less the slack, %v", ls.by[0], want)
+	}
+	tk = d.Ticket
+	// Measured: the spread.
+	e.SetClockSpread(300 * time.Microsecond)
+	d = decide(t, e, &room, &tk, tk.Until.Add(-10*time.Millisecond))
+	if want := time.Unix(tk.Cell, 0).Add(-300 * time.Microsecond); len(ls.by) != 2 || !ls.by[1].Equal(want) {
+		t.Fatalf("renewal due back by %v, want the cell less the spread, %v", ls.by, want)
+	}
+	tk = d.Ticket
+
+	// Every renewal answered late, more of them than open the breaker.
+	ls.late = true
+	for i := range BreakerFailures + 3 {
+		now := tk.Until.Add(-time.Duration(10+i) * time.Millisecond)
+		d := decide(t, e, &room, &tk, now)
+		if d.Outcome != usher.Admit || d.TicketChanged || d.Ticket.Until != tk.Until || d.Ticket.Cell != tk.Cell {
+			t.Fatalf("late renewal %d: %v, ticket changed %v (to %v, cell %d), want admitted on the ticket it had (to %v, cell %d)",
+				i, d.Outcome, d.TicketChanged, d.Ticket.Until, d.Ticket.Cell, tk.Until, tk.Cell)
+		}
+	}
+	if got := e.LateRenewals(); got != BreakerFailures+3 {
+		t.Errorf("LateRenewals %d, want %d", got, BreakerFailures+3)
+	}
+	if e.StoreDown() || e.StoreErrors() != 0 {
+		t.Errorf("after late renewals: store down %v, %d store errors, want up with none", e.StoreDown(), e.StoreErrors())
+	}
+	// Past its end the session is over: the visitor is a new one.
+	if d := decide(t, e, &room, &tk, tk.Until); d.Ticket.VisitorID == tk.VisitorID {
+		t.Errorf("at the session's end: the same visitor %v, want a new one", d.Outcome)
+	}
+}
