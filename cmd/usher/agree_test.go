@@ -294,7 +294,7 @@ func TestBenchFlagsRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.redis != "127.0.0.1:6399" || f.nodes != 3 || f.clockSlack != time.Second {
+	if f.redis != "127.0.0.1:6399" || f.nodes != 3 || f.clockSlack != 250*time.Millisecond {
 		t.Errorf("flash crowd on redis: redis %q, nodes %d, clock slack %v", f.redis, f.nodes, f.clockSlack)
 	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399", "--nodes", "3", "--clock-slack", "0s"})

@@ -12,7 +12,7 @@ import (
 )
 
 // TestOpenStoreClockSlack: store.redis.clock_slack is how long the engine
-// keeps sessions' counts past their end (its CellSlack), 1s when unset.
+// keeps sessions' counts past their end (its CellSlack), 250ms when unset.
 func TestOpenStoreClockSlack(t *testing.T) {
 	rd := redistest.StartServer(t)
 	secs := func(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
@@ -22,7 +22,7 @@ func TestOpenStoreClockSlack(t *testing.T) {
 		slack *time.Duration
 		want  time.Duration
 	}{
-		{"unset", nil, time.Second},
+		{"unset", nil, 250 * time.Millisecond},
 		{"a tenth", ms(100), 100 * time.Millisecond},
 		{"one clock", secs(0), 0},
 		{"three seconds", secs(3), 3 * time.Second},

@@ -131,8 +131,11 @@ func (e *Engine) SetClockSpread(d time.Duration) { e.spread.Store(int64(max(d, 0
 // measured one (SetClockSpread), else the cell slack, which is chosen to
 // cover it. A request is renewed only before its session ends, the slack
 // before the cell: a renewal has at least the slack less the spread to
-// come back.
+// come back. A ticket counted in no cell has no bound.
 func (e *Engine) renewBy(cell int64) time.Time {
+	if cell <= 0 {
+		return time.Time{} // not counted in a cell: nothing to lapse
+	}
 	apart := e.CellSlack()
 	if s := e.spread.Load(); s >= 0 {
 		apart = time.Duration(s)

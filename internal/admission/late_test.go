@@ -65,6 +65,9 @@ func TestRenewalsAreDueBackBeforeTheCountCanLapse(t *testing.T) {
 		t.Fatalf("renewal due back by %v, want the cell less the spread, %v", ls.by, want)
 	}
 	tk = d.Ticket
+	if by := e.renewBy(0); !by.IsZero() {
+		t.Errorf("a ticket counted in no cell: renewal due back by %v, want no bound", by)
+	}
 
 	// Every renewal answered late, more of them than open the breaker.
 	ls.late = true
