@@ -707,8 +707,8 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 	})
 	late := errors.Is(err, usher.ErrRenewLate)
 	if late {
-		// The store answered, within its timeout: slow, not down.
-		e.brk.result(now, nil)
+		// Slow or down, it does not say: other calls will.
+		e.brk.neither()
 	} else {
 		e.brk.result(now, err)
 	}

@@ -79,6 +79,17 @@ func (b *breaker) record(now time.Time, err error) (changed, open bool) {
 	return changed, true
 }
 
+// neither records a store call that says nothing of the store's health: a
+// renewal given up at its By (usher.ErrRenewLate), which a slow store and
+// a store that is down both give. It ends a probe without opening or
+// closing the breaker, and leaves the count of failures in a row as it
+// was.
+func (b *breaker) neither() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probing = false
+}
+
 // StoreDown reports whether the engine currently treats the store as
 // unavailable.
 func (e *Engine) StoreDown() bool {

@@ -15,12 +15,19 @@ import (
 type lateStore struct {
 	usher.Store
 	late bool
+	// fail, when set, fails every other renewal (the others late).
+	fail bool
+	n    int
 	by   []time.Time
 }
 
 func (s *lateStore) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
 	s.by = append(s.by, op.By)
-	if s.late {
+	s.n++
+	switch {
+	case s.fail && s.n%2 == 1:
+		return usher.RenewResult{}, usher.Errorf(usher.EUnavailable, "store down")
+	case s.late || s.fail:
 		return usher.RenewResult{}, usher.ErrRenewLate
 	}
 	return s.Store.Renew(ctx, room, op)
@@ -30,8 +37,9 @@ func (s *lateStore) Renew(ctx context.Context, room string, op usher.RenewOp) (u
 // before any node can have counted its session out: by its cell less the
 // clocks' measured spread, or less the cell slack while none is measured.
 // One answered later leaves the visitor its ticket (its session runs to
-// the end it was counted to), is counted as late, and never opens the
-// breaker: the store answered.
+// the end it was counted to), is counted as late, and says nothing of the
+// store's health: late renewals alone never open the breaker, and failures
+// with late renewals between them still do.
 func TestRenewalsAreDueBackBeforeTheCountCanLapse(t *testing.T) {
 	st, err := local.Open(local.Options{})
 	if err != nil {
@@ -88,5 +96,21 @@ func TestRenewalsAreDueBackBeforeTheCountCanLapse(t *testing.T) {
 	// Past its end the session is over: the visitor is a new one.
 	if d := decide(t, e, &room, &tk, tk.Until); d.Ticket.VisitorID == tk.VisitorID {
 		t.Errorf("at the session's end: the same visitor %v, want a new one", d.Outcome)
+	}
+
+	// A store that is down, whose renewals fail or are given up at their
+	// By in turn: the late ones do not hide the failures from the breaker.
+	e2 := New(&lateStore{Store: st, fail: true}, Options{Rand: rand.New(rand.NewPCG(7, 8)).Uint64, CellSlack: slack})
+	b := decide(t, e2, &room, nil, t0)
+	if b.Outcome != usher.Admit {
+		t.Fatalf("second engine's visitor: %v", b.Outcome)
+	}
+	tb := b.Ticket
+	for i := range 2*BreakerFailures - 1 {
+		decide(t, e2, &room, &tb, tb.Until.Add(-time.Duration(10+i)*time.Millisecond))
+	}
+	if !e2.StoreDown() || e2.StoreErrors() != BreakerFailures {
+		t.Errorf("after %d failed renewals with late ones between: store down %v, %d store errors, want down after %d",
+			BreakerFailures, e2.StoreDown(), e2.StoreErrors(), BreakerFailures)
 	}
 }
