@@ -13,14 +13,20 @@ import (
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-func newEngine(t testing.TB) *Engine {
+// memStore returns an embedded store in memory, closed when t ends.
+func memStore(t testing.TB) *local.Store {
 	t.Helper()
 	st, err := local.Open(local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64})
+	return st
+}
+
+func newEngine(t testing.TB) *Engine {
+	t.Helper()
+	return New(memStore(t), Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64})
 }
 
 func decide(t testing.TB, e *Engine, room *usher.Room, tk *usher.Ticket, now time.Time) usher.Decision {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
-	"github.com/usherhq/usher/internal/store/local"
 )
 
 // lateStore answers every renewal as a store whose calls travel does when
@@ -41,11 +40,7 @@ func (s *lateStore) Renew(ctx context.Context, room string, op usher.RenewOp) (u
 // store's health: late renewals alone never open the breaker, and failures
 // with late renewals between them still do.
 func TestRenewalsAreDueBackBeforeTheCountCanLapse(t *testing.T) {
-	st, err := local.Open(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := memStore(t)
 	ls := &lateStore{Store: st}
 	const slack = 250 * time.Millisecond
 	e := New(ls, Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64, CellSlack: slack})

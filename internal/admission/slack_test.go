@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
-	"github.com/usherhq/usher/internal/store/local"
 )
 
 // TestCellSlackHoldsThePlace: a session's place frees when its count ends,
@@ -16,12 +15,7 @@ import (
 // end, then every 50 ms, on simulated time.
 func TestCellSlackHoldsThePlace(t *testing.T) {
 	for _, slack := range []time.Duration{0, 250 * time.Millisecond, time.Second, 1500 * time.Millisecond, 3 * time.Second} {
-		st, err := local.Open(local.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		e := New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64, CellSlack: slack})
+		e := New(memStore(t), Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64, CellSlack: slack})
 		room := simRoom()
 		room.TotalActiveUsers = 1
 		a := decide(t, e, &room, nil, t0)
@@ -61,12 +55,7 @@ func TestCellSlackHoldsThePlace(t *testing.T) {
 func TestSessionEndWithSlack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, slack := range []time.Duration{0, time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 999 * time.Millisecond, time.Second, 2500 * time.Millisecond} {
-		st, err := local.Open(local.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		e := New(st, Options{Rand: rng.Uint64, CellSlack: slack})
+		e := New(memStore(t), Options{Rand: rng.Uint64, CellSlack: slack})
 		room := simRoom()
 		room.TotalActiveUsers = 1000
 		room.NewUsersPerMinute = 100000
@@ -105,12 +94,7 @@ func TestSessionEndWithSlack(t *testing.T) {
 // longest slack in force so far is remembered for the records of ended
 // sessions.
 func TestSetCellSlack(t *testing.T) {
-	st, err := local.Open(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e := New(st, Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64, CellSlack: 250 * time.Millisecond})
+	e := New(memStore(t), Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64, CellSlack: 250 * time.Millisecond})
 	room := simRoom()
 	room.TotalActiveUsers, room.NewUsersPerMinute = 100, 1000
 	gap := func(tk usher.Ticket) time.Duration { return time.Unix(tk.Cell, 0).Sub(tk.Until) }
@@ -141,12 +125,7 @@ func TestSetCellSlack(t *testing.T) {
 // whose place is still counted, it waits like any new visitor, and no
 // one is let in until the count ends.
 func TestCookieBetweenSessionEndAndCount(t *testing.T) {
-	st, err := local.Open(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e := New(st, Options{Rand: rand.New(rand.NewPCG(9, 10)).Uint64, CellSlack: 250 * time.Millisecond})
+	e := New(memStore(t), Options{Rand: rand.New(rand.NewPCG(9, 10)).Uint64, CellSlack: 250 * time.Millisecond})
 	room := simRoom()
 	room.TotalActiveUsers = 1
 	a := decide(t, e, &room, nil, t0.Add(300*time.Millisecond))
