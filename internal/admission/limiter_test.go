@@ -66,3 +66,39 @@ func TestLimiterGovernsAdmissions(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionCopiesNoSettingsToTheHeap: an admitted visitor's request in
+// a room whose autopilot is off allocates once (the context that outlives
+// the client), not also a copy of the room's settings for a Limiter that
+// is not asked; with the autopilot on, the limited settings may cost one
+// more.
+func TestDecisionCopiesNoSettingsToTheHeap(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		st, err := local.Open(local.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		e := New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64, Limiter: fixedLimiter{rate: 1000, conc: 1000}})
+		room := simRoom()
+		room.TotalActiveUsers, room.NewUsersPerMinute = 1000, 1000
+		room.Autopilot.Enabled = on
+		tk := decide(t, e, &room, nil, t0).Ticket
+		if tk.State != usher.Admitted {
+			t.Fatalf("autopilot %v: the first visitor is %v", on, tk.State)
+		}
+		now := t0.Add(100 * time.Millisecond) // within the counted second: no store call
+		allocs := testing.AllocsPerRun(1000, func() {
+			if d, err := e.Decide(context.Background(), &room, usher.Visit{Ticket: &tk, Now: now}); err != nil || d.Outcome != usher.Admit {
+				t.Fatalf("autopilot %v: %v %v", on, d.Outcome, err)
+			}
+		})
+		want := 1.0
+		if on {
+			want = 2
+		}
+		if allocs > want {
+			t.Errorf("autopilot %v: an admitted request allocates %v times, want at most %v", on, allocs, want)
+		}
+	}
+}
