@@ -271,9 +271,13 @@ func (r *room) admittedAt(sec, ms int64) {
 // Judged at its own time, it would be refused a place the later op gave
 // to a waiter behind it (a FIFO inversion).
 func (r *room) latest(nowMs int64) int64 {
-	r.latestMs = max(r.latestMs, nowMs, r.expired*1000)
+	r.latestMs = r.at(nowMs)
 	return r.latestMs
 }
+
+// at is the room's time for a read at nowMs, as latest judges it, without
+// moving the room's time on.
+func (r *room) at(nowMs int64) int64 { return max(r.latestMs, nowMs, r.expired*1000) }
 
 // rateOut returns the admissions of the second nowMs-60s falls in when
 // every one of them is at least 60 s before nowMs: out of the window

@@ -224,7 +224,7 @@ func (s *Store) Stats(_ context.Context, roomID string, now time.Time) (usher.Ro
 	}
 	r.expire(now.Unix())
 	// Stats without limits: slots are left to the caller.
-	return r.stats(max(now.UnixMilli(), r.latestMs, r.expired*1000), 0, 0), nil
+	return r.stats(r.at(now.UnixMilli()), 0, 0), nil
 }
 
 // Lapsed implements usher.Store: the waiting counts expired since the
