@@ -39,7 +39,7 @@ func listPackages(t *testing.T) []listedPackage {
 
 const module = "github.com/usherhq/usher"
 
-// TestLayout keeps the dependencies pointing one way (CONVENTIONS.md): the
+// TestLayout keeps the dependencies pointing one way (docs/design.md, Packages): the
 // domain imports the standard library only, the engine knows neither HTTP
 // nor a concrete store, stores never import each other, and only cmd names
 // concrete stores.

@@ -4,7 +4,7 @@
 // room's counters and its records of live visitors sit behind usher.Store,
 // and every decision that changes them is one Store call.
 //
-// The engine holds the invariants of DESIGN.md with any store that
+// The engine holds the invariants of docs/design.md with any store that
 // implements the Store contract; see docs/admission.md.
 package admission
 
