@@ -23,14 +23,19 @@ import (
 // part of a config (it must still be YAML, but not a whole config).
 const fragmentMarker = "<!-- fragment -->"
 
+// invalidMarker, on the line before a YAML block, says the block is a
+// config usher check refuses, shown with its errors.
+const invalidMarker = "<!-- invalid -->"
+
 // docBlock is a code block of a Markdown file.
 type docBlock struct {
 	file string // relative to the module root
 	line int    // of its first line of content
 	lang string // the fence's info string; "indented" for an indented block
 	text string
-	// fragment reports a fragmentMarker on the line before the fence.
-	fragment bool
+	// fragment reports a fragmentMarker on the line before the fence,
+	// invalid an invalidMarker.
+	fragment, invalid bool
 }
 
 // docFiles returns README.md and every Markdown file under docs/.
@@ -73,6 +78,7 @@ func docBlocks(t *testing.T, name string) []docBlock {
 			indent := l[:len(l)-len(trimmed)] // a fence in a list item
 			blk := docBlock{file: name, line: i + 2, lang: strings.TrimSpace(lang)}
 			blk.fragment = i > 0 && strings.TrimSpace(lines[i-1]) == fragmentMarker
+			blk.invalid = i > 0 && strings.TrimSpace(lines[i-1]) == invalidMarker
 			var body []string
 			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimLeft(lines[i], " "), "```"); i++ {
 				body = append(body, strings.TrimPrefix(lines[i], indent))
@@ -140,7 +146,14 @@ func TestDocsConfigsAreValid(t *testing.T) {
 				continue
 			}
 			configs++
-			if _, err := config.Parse(strings.NewReader(b.text)); err != nil {
+			_, err := config.Parse(strings.NewReader(b.text))
+			if b.invalid {
+				if err == nil {
+					t.Errorf("%s:%d: the config marked %s passes usher check", b.file, b.line, invalidMarker)
+				}
+				continue
+			}
+			if err != nil {
 				t.Errorf("%s:%d: the config fails usher check (mark a part of a config with %s on the line before its fence):\n%v",
 					b.file, b.line, fragmentMarker, err)
 			}
@@ -251,12 +264,13 @@ func TestDocsCommandFlagsExist(t *testing.T) {
 
 // checkSample matches a sample run of usher check on a config the docs
 // show: the command, then its output.
-var checkSample = regexp.MustCompile(`^\$ usher check --config (usher\.yaml)\n`)
+var checkSample = regexp.MustCompile(`^\$ usher check --config ([a-z0-9_-]+\.yaml)\n`)
 
 // TestDocsCheckOutput runs usher check on each config the docs show with
 // its output ("$ usher check --config usher.yaml" in the block after the
-// config) and compares the output with the docs'. The files a config names
-// (secrets, tokens, pages) are created for it.
+// config) and compares the output with the docs': what it prints for a
+// valid config, its errors (and exit code 1) for one marked invalid. The
+// files a config names (secrets, tokens, pages) are created for it.
 func TestDocsCheckOutput(t *testing.T) {
 	samples := 0
 	for _, f := range docFiles(t) {
@@ -280,11 +294,12 @@ func TestDocsCheckOutput(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			prog := &Main{Stdout: &stdout, Stderr: &stderr}
 			t.Setenv("USHER_ADMIN", "")
-			if code := prog.Run(context.Background(), []string{"check", "--config", path}); code != 0 {
-				t.Errorf("%s:%d: usher check of the config at %s:%d: exit %d\n%s", b.file, b.line, last.file, last.line, code, stderr.String())
+			code := prog.Run(context.Background(), []string{"check", "--config", path})
+			if want := map[bool]int{false: 0, true: 1}[last.invalid]; code != want {
+				t.Errorf("%s:%d: usher check of the config at %s:%d: exit %d, want %d\n%s", b.file, b.line, last.file, last.line, code, want, stderr.String())
 				continue
 			}
-			got := strings.ReplaceAll(stdout.String(), path, m[1])
+			got := strings.ReplaceAll(stdout.String()+stderr.String(), path, m[1])
 			want := strings.TrimPrefix(b.text, m[0])
 			if got != want {
 				t.Errorf("%s:%d: usher check prints another text than the docs show.\ndocs:\n%s\nusher check:\n%s", b.file, b.line, want, got)
@@ -403,4 +418,104 @@ func headingAnchors(t *testing.T, name string) []string {
 		out = append(out, a.String())
 	}
 	return out
+}
+
+// documentedCommands are the commands docs/cli.md documents, each with
+// the flags its -h lists.
+var documentedCommands = [][]string{
+	{"serve"}, {"demo"}, {"check"}, {"keys", "new"}, {"bench"}, {"simulate"}, {"invite", "new"}, {"health"},
+	{"rooms"}, {"room", "get"}, {"room", "set"}, {"room", "unset"}, {"room", "reset"}, {"room", "queue-all"},
+	{"room", "suspend"}, {"events", "list"}, {"events", "add"}, {"events", "set"}, {"rules", "list"},
+	{"rules", "add"}, {"rules", "set"}, {"audit"}, {"top"}, {"analytics"},
+}
+
+// cliTableFlag matches a flag's row of a table of docs/cli.md.
+var cliTableFlag = regexp.MustCompile("^\\| `--([a-z][a-z0-9-]*)`(?: / `--([a-z][a-z0-9-]*)`)? \\|")
+
+// TestDocsCLIReference checks docs/cli.md against the commands: every
+// flag of a command's table (under "## usher COMMAND") is one the command
+// accepts, and every flag of every command is written in the page.
+func TestDocsCLIReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	var section []string
+	rows := 0
+	for i, l := range strings.Split(page, "\n") {
+		if h, ok := strings.CutPrefix(l, "## "); ok {
+			section = nil
+			if words, ok := strings.CutPrefix(h, "usher "); ok {
+				section = strings.Fields(words)
+			}
+			continue
+		}
+		m := cliTableFlag.FindStringSubmatch(l)
+		if m == nil || section == nil {
+			continue
+		}
+		known, ok := knownFlags(t, section)
+		if !ok {
+			t.Errorf("docs/cli.md:%d: usher %s is not a command with flags", i+1, strings.Join(section, " "))
+			continue
+		}
+		for _, fl := range m[1:] {
+			if fl == "" {
+				continue
+			}
+			rows++
+			if !slices.Contains(known, fl) {
+				t.Errorf("docs/cli.md:%d: usher %s has no flag --%s; it has %v", i+1, strings.Join(section, " "), fl, known)
+			}
+		}
+	}
+	if rows < 30 {
+		t.Errorf("only %d flag rows found in docs/cli.md", rows)
+	}
+	for _, cmd := range documentedCommands {
+		known, ok := knownFlags(t, cmd)
+		if !ok {
+			t.Errorf("usher %s: no flags listed by -h", strings.Join(cmd, " "))
+			continue
+		}
+		for _, fl := range known {
+			if !strings.Contains(page, "`--"+fl+"`") && !strings.Contains(page, "--"+fl+" ") {
+				t.Errorf("docs/cli.md does not document --%s of usher %s", fl, strings.Join(cmd, " "))
+			}
+		}
+	}
+}
+
+// TestDocsMetricsReference checks that docs/metrics.md documents every
+// metric a running node registers (on the embedded store and on Redis).
+func TestDocsMetricsReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	names := registeredMetrics(t)
+	checked := 0
+	for name := range names {
+		if !strings.HasPrefix(name, "usher_") {
+			continue
+		}
+		base := name
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, s); ok && names[b] {
+				base = ""
+			}
+		}
+		if base == "" {
+			continue
+		}
+		checked++
+		if !strings.Contains(page, "`"+name+"`") && !strings.Contains(page, "`"+name+"{") {
+			t.Errorf("docs/metrics.md does not document %s", name)
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d metrics registered: the node is not the one serve runs", checked)
+	}
 }
