@@ -30,7 +30,7 @@ import (
 	"github.com/usherhq/usher/internal/web"
 )
 
-// The screenshots in the README:
+// The screenshots in the README and docs/waiting-page.md:
 //
 //	go test ./internal/web -run TestLivePageChromium -args -live.shots=$PWD/docs
 var liveShots = flag.String("live.shots", "", "TestLivePageChromium: write waiting-page.png and waiting-page-mobile.png to this folder")
