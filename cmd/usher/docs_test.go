@@ -519,3 +519,30 @@ func TestDocsMetricsReference(t *testing.T) {
 		t.Errorf("only %d metrics registered: the node is not the one serve runs", checked)
 	}
 }
+
+// TestREADMEIsAFrontDoor keeps the README short, with the two commands
+// (.ci/run runs the test command it names) and the way into the manual.
+func TestREADMEIsAFrontDoor(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines: it is the front door (at most 250); move the detail to a page of docs/", n)
+	}
+	lines := strings.Split(readme, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	for _, want := range []string{"make test", "go run ./cmd/usher demo"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("README.md does not show the command %q on a line of its own", want)
+		}
+	}
+	for _, want := range []string{"(docs/README.md)", "(docs/getting-started.md)"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not link to %s", strings.Trim(want, "()"))
+		}
+	}
+}
