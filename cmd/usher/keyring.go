@@ -33,6 +33,8 @@ const keepEvery = 10 * time.Second
 var _ interface {
 	Seal(*usher.Ticket, string, string) (string, error)
 	Open(string, string, string) (usher.Ticket, error)
+	Binding([]byte) uint64
+	Bound(uint64, []byte) bool
 } = (*keyRing)(nil)
 
 // Seal seals with the ring in force.
@@ -44,6 +46,13 @@ func (k *keyRing) Seal(t *usher.Ticket, room, cookie string) (string, error) {
 func (k *keyRing) Open(v, room, cookie string) (usher.Ticket, error) {
 	return k.cur.Load().Open(v, room, cookie)
 }
+
+// Binding is the ticket binding of data under the ring in force.
+func (k *keyRing) Binding(data []byte) uint64 { return k.cur.Load().Binding(data) }
+
+// Bound reports whether b is data's binding under a key of the ring in
+// force.
+func (k *keyRing) Bound(b uint64, data []byte) bool { return k.cur.Load().Bound(b, data) }
 
 // current returns the keys in force.
 func (k *keyRing) current() []usher.Key {

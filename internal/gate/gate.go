@@ -45,6 +45,12 @@ type Sealer interface {
 	// Open returns the ticket sealed in value; an error when value is not a
 	// ticket of room and cookieName sealed with a known key.
 	Open(value, room, cookieName string) (usher.Ticket, error)
+	// Binding returns the keyed binding of a client's binding data under
+	// the sealing key (never 0).
+	Binding(data []byte) uint64
+	// Bound reports whether b is data's binding under any key the
+	// sealer still opens tickets with.
+	Bound(b uint64, data []byte) bool
 }
 
 // Options configure a Gate.

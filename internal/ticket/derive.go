@@ -1,0 +1,80 @@
+package ticket
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/usherhq/usher"
+)
+
+// Purposes of the secrets DeriveSecret makes. Each keys one use, so that a
+// ring key's secret keys nothing but the ticket AEAD, and no output of one
+// use tells anything of another.
+const (
+	// PurposeBinding keys ticket bindings (Ring.Binding).
+	PurposeBinding = "usher ticket binding v1"
+	// PurposeClientLimit keys the per-client limit's sketch (limit.Hasher).
+	PurposeClientLimit = "usher client limit v1"
+)
+
+// DeriveSecret returns the 32-byte secret of purpose under key:
+// HMAC-SHA256 of the purpose under the key's secret (HKDF-Expand's one
+// block, without the counter byte). Every node sharing a key ring derives
+// the same secret.
+func DeriveSecret(key usher.Key, purpose string) []byte {
+	m := hmac.New(sha256.New, key.Secret)
+	m.Write([]byte("usher derived secret\x00"))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// bindingTop is set in every binding Ring.Binding computes, so that none
+// equals a binding of the 32-bit format (an unkeyed hash, before payload
+// flag flagBinding64): those tickets are bound to no client any more, and
+// open as new visitors.
+const bindingTop = 1 << 63
+
+// Binding returns the binding of data (what ties a ticket to its client:
+// the room, the client's prefix, its user agent) under the sealing key:
+// the first 8 bytes of HMAC-SHA256 under the key's PurposeBinding secret,
+// with the top bit set. Without the secret, nobody can tell which data
+// share a binding. A nil or empty ring gives 0.
+func (r *Ring) Binding(data []byte) uint64 {
+	if r == nil || len(r.keys) == 0 {
+		return 0
+	}
+	return bindingOf(r.keys[0].bind, data)
+}
+
+// Bound reports whether b is the binding of data under any key of the
+// ring, so that a ticket bound under a key rotated out but still in the
+// ring still opens for its client. A zero b is never bound.
+func (r *Ring) Bound(b uint64, data []byte) bool {
+	if r == nil || b == 0 {
+		return false
+	}
+	found := 0
+	for i := range r.keys {
+		var x, y [8]byte
+		binary.BigEndian.PutUint64(x[:], b)
+		binary.BigEndian.PutUint64(y[:], bindingOf(r.keys[i].bind, data))
+		found |= boolInt(hmac.Equal(x[:], y[:]))
+	}
+	return found == 1
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// bindingOf is the keyed binding of data under secret.
+func bindingOf(secret, data []byte) uint64 {
+	m := hmac.New(sha256.New, secret)
+	m.Write(data)
+	var sum [sha256.Size]byte
+	return binary.BigEndian.Uint64(m.Sum(sum[:0])) | bindingTop
+}
