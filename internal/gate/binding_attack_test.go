@@ -48,7 +48,7 @@ func forgeUserAgent(rng *rand.Rand, room *usher.Room, base string, attacker neti
 	index := make(map[uint32][2]byte, printable*printable)
 	for a := byte(0x20); a < 0x7f; a++ {
 		for b := byte(0x20); b < 0x7f; b++ {
-			s := ((start ^ uint32(a)) * fnvPrime ^ uint32(b)) * fnvPrime
+			s := ((start^uint32(a))*fnvPrime ^ uint32(b)) * fnvPrime
 			index[s] = [2]byte{a, b}
 		}
 	}
