@@ -10,6 +10,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/limit"
 	"github.com/usherhq/usher/internal/ticket"
 )
 
@@ -22,6 +23,10 @@ import (
 // so no admitted visitor is sent back to the line.
 type keyRing struct {
 	cur atomic.Pointer[ticket.Ring]
+	// limits keys per-client limits under the sealing key's derived
+	// secret: every node with the ring counts a client in the same cells,
+	// and a new sealing key starts every count afresh (never higher).
+	limits atomic.Pointer[limit.Hasher]
 
 	mu   sync.Mutex
 	keys []usher.Key
@@ -69,9 +74,13 @@ func (k *keyRing) set(keys []usher.Key) error {
 	k.mu.Lock()
 	k.keys = keys
 	k.mu.Unlock()
+	k.limits.Store(limit.NewHasher(ticket.DeriveSecret(keys[0], ticket.PurposeClientLimit)))
 	k.cur.Store(r)
 	return nil
 }
+
+// clientKeys returns the hasher of per-client limit keys in force.
+func (k *keyRing) clientKeys() *limit.Hasher { return k.limits.Load() }
 
 // loadKeyRing returns the config's key ring or, when it has none, the ring
 // kept in the store, generating and keeping one on first start; fromStore

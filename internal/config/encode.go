@@ -136,12 +136,18 @@ func EncodeRule(r *usher.Rule) map[string]any {
 }
 
 func encodeClientLimit(c *usher.ClientLimit) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"new_visitors_per_minute": c.NewVisitorsPerMinute,
 		"ipv4_prefix":             c.IPv4Prefix,
 		"ipv6_prefix":             c.IPv6Prefix,
+		"network_ipv4_prefix":     c.NetworkIPv4Prefix,
+		"network_ipv6_prefix":     c.NetworkIPv6Prefix,
 		"over_limit":              c.OverLimit,
 	}
+	if c.NetworkNewVisitorsPerMinute != 0 {
+		m["network_new_visitors_per_minute"] = c.NetworkNewVisitorsPerMinute
+	}
+	return m
 }
 
 func encodeProofOfWork(p *usher.ProofOfWork) map[string]any {

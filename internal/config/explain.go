@@ -222,8 +222,9 @@ func clientLimitClause(c *usher.ClientLimit) string {
 	if c.Rejects() {
 		over = "the rest are refused with 429"
 	}
-	return fmt.Sprintf("one client (an IPv4 /%d or IPv6 /%d) gets at most %s a minute, and %s",
-		c.IPv4Prefix, c.IPv6Prefix, plural(c.NewVisitorsPerMinute, "new place"), over)
+	return fmt.Sprintf("one client (an IPv4 /%d or IPv6 /%d) gets at most %s a minute and one network (an IPv4 /%d or IPv6 /%d) at most %d for all its clients, and %s",
+		c.IPv4Prefix, c.IPv6Prefix, plural(c.NewVisitorsPerMinute, "new place"),
+		cmp.Or(c.NetworkIPv4Prefix, 24), cmp.Or(c.NetworkIPv6Prefix, 48), c.NetworkPerMinute(), over)
 }
 
 // proofOfWorkClause describes the proof of work.
