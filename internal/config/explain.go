@@ -66,7 +66,11 @@ func (c *Config) Explain(w io.Writer) error {
 		}
 	}
 	if c.CountryHeader != "" {
-		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
+		if len(c.TrustedProxies) == 0 {
+			fmt.Fprintf(&b, "Rules would read the visitor's country from the %s header, but only from trusted_proxies, and none are listed: rules see no country.\n", c.CountryHeader)
+		} else {
+			fmt.Fprintf(&b, "Rules read the visitor's country from the %s header when a trusted proxy (trusted_proxies) sends it; from any other peer the header is ignored and rules see no country.\n", c.CountryHeader)
+		}
 	}
 	if fa := c.ForwardAuth.Listen; fa != "" {
 		fmt.Fprintf(&b, "Proxies ask about each request at %s (forward auth; every peer of that listener is trusted), as at /__usher/auth on %s.\n", fa, c.Listen)

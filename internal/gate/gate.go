@@ -89,7 +89,8 @@ type Options struct {
 	// IPLists are the named IP lists bypass rules may use.
 	IPLists map[string][]netip.Prefix
 	// CountryHeader is the request header carrying the visitor's country
-	// for bypass rules ("" : none).
+	// for bypass rules ("" : none). It is believed only from a peer in
+	// Trusted; from any other, rules see no country.
 	CountryHeader string
 	// PoW issues and verifies proof-of-work challenges for rooms that ask
 	// for them (nil: no room is challenged).
