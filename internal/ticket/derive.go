@@ -71,10 +71,33 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// bindingOf is the keyed binding of data under secret.
-func bindingOf(secret, data []byte) uint64 {
-	m := hmac.New(sha256.New, secret)
-	m.Write(data)
-	var sum [sha256.Size]byte
-	return binary.BigEndian.Uint64(m.Sum(sum[:0])) | bindingTop
+// macKey is an HMAC-SHA256 key with its pads ready, so that a binding
+// costs two hashes and no setup.
+type macKey struct {
+	ipad, opad [sha256.BlockSize]byte
+}
+
+// newMACKey returns the HMAC-SHA256 key of secret (at most a block).
+func newMACKey(secret []byte) *macKey {
+	k := &macKey{}
+	copy(k.ipad[:], secret)
+	copy(k.opad[:], secret)
+	for i := range k.ipad {
+		k.ipad[i] ^= 0x36
+		k.opad[i] ^= 0x5c
+	}
+	return k
+}
+
+// bindingOf is the keyed binding of data under k: HMAC-SHA256's first 8
+// bytes, with the top bit set.
+func bindingOf(k *macKey, data []byte) uint64 {
+	h := sha256.New()
+	h.Write(k.ipad[:])
+	h.Write(data)
+	var out [sha256.BlockSize + sha256.Size]byte
+	copy(out[:], k.opad[:])
+	h.Sum(out[sha256.BlockSize:sha256.BlockSize])
+	sum := sha256.Sum256(out[:])
+	return binary.BigEndian.Uint64(sum[:8]) | bindingTop
 }

@@ -2,6 +2,8 @@ package ticket
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -96,5 +98,19 @@ func TestBindingLegacy(t *testing.T) {
 	both := withFlags(flagBinding|flagBinding64, []byte{0xfe, 0xed, 0xfa, 0xce, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
 	if _, err := decodePayload(both, formatVersion); err == nil {
 		t.Fatal("a payload with both binding flags decodes")
+	}
+}
+
+// TestBindingIsHMAC: a binding is HMAC-SHA256 of the data under the
+// derived secret (crypto/hmac computes the reference), top bit set.
+func TestBindingIsHMAC(t *testing.T) {
+	r := MustRing(t, "k")
+	for _, data := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte("agent"), 100)} {
+		m := hmac.New(sha256.New, DeriveSecret(testKey("k"), PurposeBinding))
+		m.Write(data)
+		want := binary.BigEndian.Uint64(m.Sum(nil)) | bindingTop
+		if got := r.Binding(data); got != want {
+			t.Fatalf("Binding(%d bytes) = %#x, want %#x", len(data), got, want)
+		}
 	}
 }
