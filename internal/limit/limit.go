@@ -8,7 +8,6 @@
 package limit
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"math"
@@ -32,13 +31,25 @@ const (
 // with the same secret gets the same keys, so nodes sharing a store count
 // alike. A Hasher is immutable and safe for concurrent use.
 type Hasher struct {
-	secret []byte
+	ipad, opad [sha256.BlockSize]byte // HMAC's pads of the secret
 }
 
 // NewHasher returns a Hasher under secret (derived from the key ring:
-// ticket.DeriveSecret with ticket.PurposeClientLimit).
+// ticket.DeriveSecret with ticket.PurposeClientLimit); a secret longer
+// than SHA-256's block is hashed first, as HMAC does.
 func NewHasher(secret []byte) *Hasher {
-	return &Hasher{secret: append([]byte(nil), secret...)}
+	if len(secret) > sha256.BlockSize {
+		sum := sha256.Sum256(secret)
+		secret = sum[:]
+	}
+	h := &Hasher{}
+	copy(h.ipad[:], secret)
+	copy(h.opad[:], secret)
+	for i := range h.ipad {
+		h.ipad[i] ^= 0x36
+		h.opad[i] ^= 0x5c
+	}
+	return h
 }
 
 // Tiers of a client limit: the client itself, and the network it is in.
@@ -56,12 +67,18 @@ func (h *Hasher) Key(tier byte, p netip.Prefix) uint64 {
 	if !p.IsValid() {
 		return 0
 	}
+	// HMAC-SHA256 on the stack: no allocation.
+	var in [sha256.BlockSize + 2 + 16]byte
+	copy(in[:], h.ipad[:])
+	in[sha256.BlockSize], in[sha256.BlockSize+1] = tier, byte(p.Bits())
 	a := p.Masked().Addr().As16()
-	m := hmac.New(sha256.New, h.secret)
-	m.Write([]byte{tier, byte(p.Bits())})
-	m.Write(a[:])
-	var sum [sha256.Size]byte
-	return max(binary.BigEndian.Uint64(m.Sum(sum[:0])), 1)
+	copy(in[sha256.BlockSize+2:], a[:])
+	inner := sha256.Sum256(in[:])
+	var out [sha256.BlockSize + sha256.Size]byte
+	copy(out[:], h.opad[:])
+	copy(out[sha256.BlockSize:], inner[:])
+	sum := sha256.Sum256(out[:])
+	return max(binary.BigEndian.Uint64(sum[:8]), 1)
 }
 
 // Cells returns the counter of key in each row.

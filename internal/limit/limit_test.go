@@ -1,6 +1,9 @@
 package limit
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -28,6 +31,21 @@ func TestKeyDistinguishesPrefixes(t *testing.T) {
 	}
 	if NewHasher([]byte("another secret")).Key(TierClient, p) == Key(p) {
 		t.Error("two secrets give the same key")
+	}
+}
+
+// TestKeyIsHMAC: a key is HMAC-SHA256 of tier, bits and the masked
+// address (crypto/hmac computes the reference), for short and long
+// secrets.
+func TestKeyIsHMAC(t *testing.T) {
+	for _, secret := range [][]byte{[]byte("short"), make([]byte, 100)} {
+		p := netip.MustParsePrefix("2001:db8:1:2::/64")
+		m := hmac.New(sha256.New, secret)
+		a := p.Addr().As16()
+		m.Write(append([]byte{TierNetwork, 64}, a[:]...))
+		if got, want := NewHasher(secret).Key(TierNetwork, p), binary.BigEndian.Uint64(m.Sum(nil)); got != want {
+			t.Fatalf("%d-byte secret: key %#x, want %#x", len(secret), got, want)
+		}
 	}
 }
 
@@ -235,5 +253,12 @@ func BenchmarkTake(b *testing.B) {
 	now := float64(1_800_000_000)
 	for i := range b.N {
 		s.Take(uint64(i), now+float64(i)*1e-5, 20)
+	}
+}
+
+func BenchmarkKey(b *testing.B) {
+	p := netip.MustParsePrefix("2001:db8:1:2::/64")
+	for b.Loop() {
+		testHasher.Key(TierClient, p)
 	}
 }
