@@ -136,18 +136,17 @@ func EncodeRule(r *usher.Rule) map[string]any {
 }
 
 func encodeClientLimit(c *usher.ClientLimit) map[string]any {
-	m := map[string]any{
-		"new_visitors_per_minute": c.NewVisitorsPerMinute,
-		"ipv4_prefix":             c.IPv4Prefix,
-		"ipv6_prefix":             c.IPv6Prefix,
-		"network_ipv4_prefix":     c.NetworkIPv4Prefix,
-		"network_ipv6_prefix":     c.NetworkIPv6Prefix,
-		"over_limit":              c.OverLimit,
+	// network_new_visitors_per_minute 0 reads back as its default
+	// (usher.NetworkMultiple times new_visitors_per_minute).
+	return map[string]any{
+		"new_visitors_per_minute":         c.NewVisitorsPerMinute,
+		"ipv4_prefix":                     c.IPv4Prefix,
+		"ipv6_prefix":                     c.IPv6Prefix,
+		"network_new_visitors_per_minute": c.NetworkNewVisitorsPerMinute,
+		"network_ipv4_prefix":             c.NetworkIPv4Prefix,
+		"network_ipv6_prefix":             c.NetworkIPv6Prefix,
+		"over_limit":                      c.OverLimit,
 	}
-	if c.NetworkNewVisitorsPerMinute != 0 {
-		m["network_new_visitors_per_minute"] = c.NetworkNewVisitorsPerMinute
-	}
-	return m
 }
 
 func encodeProofOfWork(p *usher.ProofOfWork) map[string]any {
