@@ -29,16 +29,25 @@ func DeriveSecret(key usher.Key, purpose string) []byte {
 	return m.Sum(nil)
 }
 
-// bindingTop is set in every binding Ring.Binding computes, so that none
-// equals a binding of the 32-bit format (an unkeyed hash, before payload
-// flag flagBinding64): those tickets are bound to no client any more, and
-// open as new visitors.
-const bindingTop = 1 << 63
+// legacyBindings bounds the bindings of the 32-bit format (an unkeyed
+// hash, before payload flag flagBinding64): no binding Ring.Binding
+// computes is below it, so those tickets are bound to no client any more,
+// and open as new visitors.
+const legacyBindings = 1 << 32
+
+// keyedBinding makes a 64-bit HMAC output a binding: itself, unless it is
+// below legacyBindings (one in 2^32), where its top bit is set.
+func keyedBinding(h uint64) uint64 {
+	if h < legacyBindings {
+		return h | 1<<63
+	}
+	return h
+}
 
 // Binding returns the binding of data (what ties a ticket to its client:
 // the room, the client's prefix, its user agent) under the sealing key:
-// the first 8 bytes of HMAC-SHA256 under the key's PurposeBinding secret,
-// with the top bit set. Without the secret, nobody can tell which data
+// the first 8 bytes of HMAC-SHA256 under the key's PurposeBinding secret
+// (never below 2^32, see legacyBindings). Without the secret, nobody can tell which data
 // share a binding. A nil or empty ring gives 0.
 func (r *Ring) Binding(data []byte) uint64 {
 	if r == nil || len(r.keys) == 0 {
@@ -90,7 +99,7 @@ func newMACKey(secret []byte) *macKey {
 }
 
 // bindingOf is the keyed binding of data under k: HMAC-SHA256's first 8
-// bytes, with the top bit set.
+// bytes (keyedBinding).
 func bindingOf(k *macKey, data []byte) uint64 {
 	h := sha256.New()
 	h.Write(k.ipad[:])
@@ -99,5 +108,5 @@ func bindingOf(k *macKey, data []byte) uint64 {
 	copy(out[:], k.opad[:])
 	h.Sum(out[sha256.BlockSize:sha256.BlockSize])
 	sum := sha256.Sum256(out[:])
-	return binary.BigEndian.Uint64(sum[:8]) | bindingTop
+	return keyedBinding(binary.BigEndian.Uint64(sum[:8]))
 }

@@ -42,8 +42,8 @@ func TestBindingRotation(t *testing.T) {
 	gone := MustRing(t, "new")
 	data, other := []byte("room/10.1.2.0/24/agent"), []byte("room/10.9.9.0/24/agent")
 	b := old.Binding(data)
-	if b == 0 || b&bindingTop == 0 {
-		t.Fatalf("Binding = %#x: want the top bit set", b)
+	if b < legacyBindings {
+		t.Fatalf("Binding = %#x: want at least 2^32", b)
 	}
 	if !old.Bound(b, data) || !rotated.Bound(b, data) {
 		t.Fatal("a binding under a key in the ring does not open")
@@ -102,15 +102,19 @@ func TestBindingLegacy(t *testing.T) {
 }
 
 // TestBindingIsHMAC: a binding is HMAC-SHA256 of the data under the
-// derived secret (crypto/hmac computes the reference), top bit set.
+// derived secret (crypto/hmac computes the reference), all 64 bits; and
+// none is below 2^32.
 func TestBindingIsHMAC(t *testing.T) {
 	r := MustRing(t, "k")
 	for _, data := range [][]byte{nil, []byte("x"), bytes.Repeat([]byte("agent"), 100)} {
 		m := hmac.New(sha256.New, DeriveSecret(testKey("k"), PurposeBinding))
 		m.Write(data)
-		want := binary.BigEndian.Uint64(m.Sum(nil)) | bindingTop
+		want := keyedBinding(binary.BigEndian.Uint64(m.Sum(nil)))
 		if got := r.Binding(data); got != want {
 			t.Fatalf("Binding(%d bytes) = %#x, want %#x", len(data), got, want)
 		}
+	}
+	if keyedBinding(0xfeedface) < legacyBindings || keyedBinding(1<<40) != 1<<40 {
+		t.Fatal("keyedBinding maps a legacy value to itself, or changes a keyed one")
 	}
 }

@@ -37,8 +37,8 @@ import (
 // Nothing may follow Jitter. flagBinding64 is how the keyed 64-bit binding
 // came in: a release that does not know it refuses the ticket (a new
 // visitor, never an admitted one), and this one reads a 32-bit binding into
-// Binding as it is, where it matches no keyed binding (whose top bit is
-// set): such a ticket, if bound, opens as a new visitor. A version 1 admitted ticket has no Until: its
+// Binding as it is, where it matches no keyed binding (none is below
+// 2^32): such a ticket, if bound, opens as a new visitor. A version 1 admitted ticket has no Until: its
 // session was counted to its Cell, which is taken as its Until.
 const (
 	flagAdmittedAt  = 1 << 0
