@@ -339,3 +339,33 @@ func TestE2EAdversaryNetworkLimit(t *testing.T) {
 	other.xff = "198.51.100.7"
 	other.mustAdmit(t, url, "from another network")
 }
+
+// TestE2EKeyedLimitTwoNodes: two nodes sharing a key ring and a Redis
+// count a client in the same cells (their secret is derived from the
+// ring), so a client alternating between them gets the limit once: 10 new
+// visits of one /24, 5 a minute, give 5 places in all.
+func TestE2EKeyedLimitTwoNodes(t *testing.T) {
+	advSkip(t)
+	t.Parallel()
+	rd := redistest.StartServer(t)
+	a := newAdvNode(t, advRedis(rd.Addr(), "closed"), advTrusted, advLimitRoom("sale", 100, "1h", "reject"), "sale")
+	b := startAdvNode(t, a.key, a.origin, advRedis(rd.Addr(), "closed"), advTrusted, advLimitRoom("sale", 100, "1h", "reject"), "sale")
+	rt := advTransport()
+	defer rt.CloseIdleConnections()
+	in := 0
+	for i := range 10 {
+		n := a
+		if i%2 == 1 {
+			n = b
+		}
+		c := newAdvClient(fmt.Sprintf("bot%d", i), rt)
+		c.xff = fmt.Sprintf("203.0.113.%d", i+1)
+		if c.must(t, n.url("/sale/buy")).origin {
+			in++
+		}
+	}
+	t.Logf("two nodes, one ring: 10 new visits of one /24 alternating between them: %d places", in)
+	if in != 5 {
+		t.Errorf("10 new visits of one /24 over two nodes took %d places, want the limit of 5", in)
+	}
+}
