@@ -19,9 +19,9 @@ const (
 )
 
 // DeriveSecret returns the 32-byte secret of purpose under key:
-// HMAC-SHA256 of the purpose under the key's secret (HKDF-Expand's one
-// block, without the counter byte). Every node sharing a key ring derives
-// the same secret.
+// HMAC-SHA256, under the key's secret (32 random bytes, so no extract step
+// is needed), of a fixed label and the purpose. Every node sharing a key
+// ring derives the same secret.
 func DeriveSecret(key usher.Key, purpose string) []byte {
 	m := hmac.New(sha256.New, key.Secret)
 	m.Write([]byte("usher derived secret\x00"))
@@ -47,8 +47,8 @@ func keyedBinding(h uint64) uint64 {
 // Binding returns the binding of data (what ties a ticket to its client:
 // the room, the client's prefix, its user agent) under the sealing key:
 // the first 8 bytes of HMAC-SHA256 under the key's PurposeBinding secret
-// (never below 2^32, see legacyBindings). Without the secret, nobody can tell which data
-// share a binding. A nil or empty ring gives 0.
+// (never below 2^32, see legacyBindings). Without the secret, nobody can
+// tell which data share a binding. A nil or empty ring gives 0.
 func (r *Ring) Binding(data []byte) uint64 {
 	if r == nil || len(r.keys) == 0 {
 		return 0
