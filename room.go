@@ -1,6 +1,7 @@
 package usher
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -91,7 +92,8 @@ type Settings struct {
 }
 
 // ClientLimit caps how many new tickets (new places in line) one client,
-// an address prefix, may get a minute. The zero value is off.
+// an address prefix, may get a minute, and how many all the clients of one
+// network (a shorter prefix) may get together. The zero value is off.
 type ClientLimit struct {
 	// NewVisitorsPerMinute is the most new tickets one prefix may get in
 	// any minute; zero turns the limit off.
@@ -99,6 +101,14 @@ type ClientLimit struct {
 	// IPv4Prefix and IPv6Prefix are the prefix lengths that make one
 	// client (zero: 32 and 64).
 	IPv4Prefix, IPv6Prefix int
+	// NetworkNewVisitorsPerMinute is the most new tickets all the clients
+	// of one network may get in any minute (zero:
+	// NetworkMultiple × NewVisitorsPerMinute), so that many addresses of
+	// one network (a /24, a /48 tunnel) take no more than that.
+	NetworkNewVisitorsPerMinute int
+	// NetworkIPv4Prefix and NetworkIPv6Prefix are the prefix lengths that
+	// make one network (zero: 24 and 48).
+	NetworkIPv4Prefix, NetworkIPv6Prefix int
 	// OverLimit is what a client over its limit gets: "queue" (the zero
 	// value's meaning: a waiting ticket at the back of the line, never
 	// admitted at once) or "reject" (429 with Retry-After, no ticket).
@@ -116,6 +126,22 @@ func (c *ClientLimit) Rejects() bool { return c.OverLimit == "reject" }
 // lengths (32 and 64 when unset).
 func (c *ClientLimit) Prefix(addr netip.Addr) netip.Prefix {
 	return ClientPrefix(addr, c.IPv4Prefix, c.IPv6Prefix)
+}
+
+// NetworkMultiple is how many clients' tickets a network gets a minute
+// when NetworkNewVisitorsPerMinute is not set.
+const NetworkMultiple = 4
+
+// NetworkPrefix returns the network prefix of addr under the limit's
+// network prefix lengths (24 and 48 when unset).
+func (c *ClientLimit) NetworkPrefix(addr netip.Addr) netip.Prefix {
+	return ClientPrefix(addr, cmp.Or(c.NetworkIPv4Prefix, 24), cmp.Or(c.NetworkIPv6Prefix, 48))
+}
+
+// NetworkPerMinute is the network tier's limit in force: the one set, or
+// NetworkMultiple times the client's.
+func (c *ClientLimit) NetworkPerMinute() int {
+	return cmp.Or(c.NetworkNewVisitorsPerMinute, NetworkMultiple*c.NewVisitorsPerMinute)
 }
 
 // ClientPrefix returns addr's prefix of v4 bits (IPv4, IPv4-mapped IPv6

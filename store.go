@@ -233,11 +233,18 @@ type AdmitOp struct {
 
 // ClientOp is a per-client limit on new tickets.
 type ClientOp struct {
-	// Key identifies the client (a hash of its address prefix).
+	// Key identifies the client (a keyed hash of its address prefix).
 	Key uint64
 	// PerMinute is the most new tickets the key may get in a minute; zero
 	// applies no limit.
 	PerMinute int
+	// NetworkKey identifies the client's network (a keyed hash of a
+	// shorter prefix), counted apart from clients' keys; zero: none.
+	NetworkKey uint64
+	// NetworkPerMinute is the most new tickets the network may get in a
+	// minute, all its clients together; zero applies no network limit. A
+	// ticket over either limit is counted in neither.
+	NetworkPerMinute int
 	// Refuse gives an over-limit client no ticket at all: it is not
 	// counted as a waiter (the limit's reject mode).
 	Refuse bool

@@ -87,9 +87,9 @@ type Ticket struct {
 	// admitted request, and this keeps it the size it was.)
 	Announced time.Duration
 	// Binding, when not zero, ties the ticket to the client that got it (a
-	// hash of its address prefix and user agent, as the room's
+	// keyed hash of its address prefix and user agent, as the room's
 	// ticket_binding says): on another client it opens as a new visitor.
-	Binding uint32
+	Binding uint64
 }
 
 // Bucket is the visitor's place in line: the arrival second, or Place.

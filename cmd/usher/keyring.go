@@ -10,6 +10,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/limit"
 	"github.com/usherhq/usher/internal/ticket"
 )
 
@@ -22,6 +23,10 @@ import (
 // so no admitted visitor is sent back to the line.
 type keyRing struct {
 	cur atomic.Pointer[ticket.Ring]
+	// limits keys per-client limits under the sealing key's derived
+	// secret: every node with the ring counts a client in the same cells,
+	// and a new sealing key starts every count afresh (never higher).
+	limits atomic.Pointer[limit.Hasher]
 
 	mu   sync.Mutex
 	keys []usher.Key
@@ -33,6 +38,8 @@ const keepEvery = 10 * time.Second
 var _ interface {
 	Seal(*usher.Ticket, string, string) (string, error)
 	Open(string, string, string) (usher.Ticket, error)
+	Binding([]byte) uint64
+	Bound(uint64, []byte) bool
 } = (*keyRing)(nil)
 
 // Seal seals with the ring in force.
@@ -44,6 +51,13 @@ func (k *keyRing) Seal(t *usher.Ticket, room, cookie string) (string, error) {
 func (k *keyRing) Open(v, room, cookie string) (usher.Ticket, error) {
 	return k.cur.Load().Open(v, room, cookie)
 }
+
+// Binding is the ticket binding of data under the ring in force.
+func (k *keyRing) Binding(data []byte) uint64 { return k.cur.Load().Binding(data) }
+
+// Bound reports whether b is data's binding under a key of the ring in
+// force.
+func (k *keyRing) Bound(b uint64, data []byte) bool { return k.cur.Load().Bound(b, data) }
 
 // current returns the keys in force.
 func (k *keyRing) current() []usher.Key {
@@ -60,9 +74,13 @@ func (k *keyRing) set(keys []usher.Key) error {
 	k.mu.Lock()
 	k.keys = keys
 	k.mu.Unlock()
+	k.limits.Store(limit.NewHasher(ticket.DeriveSecret(keys[0], ticket.PurposeClientLimit)))
 	k.cur.Store(r)
 	return nil
 }
+
+// clientKeys returns the hasher of per-client limit keys in force.
+func (k *keyRing) clientKeys() *limit.Hasher { return k.limits.Load() }
 
 // loadKeyRing returns the config's key ring or, when it has none, the ring
 // kept in the store, generating and keeping one on first start; fromStore

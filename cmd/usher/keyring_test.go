@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/limit"
 	"github.com/usherhq/usher/internal/store/local"
+	"github.com/usherhq/usher/internal/ticket"
 )
 
 func TestKeyRingSurvivesAStoreThatLostIt(t *testing.T) {
@@ -62,5 +65,41 @@ func TestKeyRingSurvivesAStoreThatLostIt(t *testing.T) {
 	}
 	if _, err := c.Open(old, "sale", "__usher_wr"); err != nil {
 		t.Fatalf("a node started after the ring was written back cannot open old tickets: %v", err)
+	}
+}
+
+// TestKeyRingClientKeys: two nodes with the same ring key a client's limit
+// alike (so they count it in the same cells of a shared store); a new
+// sealing key keys it afresh; a ring's bindings open under a rotated ring.
+func TestKeyRingClientKeys(t *testing.T) {
+	k1, err := ticket.GenerateKey("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := ticket.GenerateKey("k2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b keyRing
+	if err := a.set([]usher.Key{k1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.set([]usher.Key{k1}); err != nil {
+		t.Fatal(err)
+	}
+	p := netip.MustParsePrefix("198.51.100.0/24")
+	before := a.clientKeys().Key(limit.TierClient, p)
+	if b.clientKeys().Key(limit.TierClient, p) != before {
+		t.Fatal("two nodes with one ring key a client apart")
+	}
+	bound := a.Binding([]byte("data"))
+	if err := a.set([]usher.Key{k2, k1}); err != nil {
+		t.Fatal(err)
+	}
+	if a.clientKeys().Key(limit.TierClient, p) == before {
+		t.Fatal("a new sealing key keys clients as the old one")
+	}
+	if !a.Bound(bound, []byte("data")) {
+		t.Fatal("a binding under the key rotated behind no longer opens")
 	}
 }

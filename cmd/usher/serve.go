@@ -218,6 +218,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	}
 	ev := newEvents(log)
 	opts.OnBreaker = ev.onBreaker(opts.FailOpen)
+	opts.ClientKeys = ring.clientKeys
 	n := &node{store: store, ring: ring, fromStore: fromStore, st: &state{}, log: log, events: ev}
 	n.metrics = admin.NewMetrics(n.st.rooms, func(ctx context.Context, room *usher.Room, now time.Time) (usher.RoomStats, error) {
 		return n.engine.Status(ctx, room, now)

@@ -48,6 +48,12 @@ type Options struct {
 	// Observer, when not nil, is told of arrivals, admissions and ended
 	// sessions (see Observation); never of an admitted visitor's request.
 	Observer Observer
+	// ClientKeys returns the hasher of per-client limit keys in force,
+	// under a secret derived from the key ring, so that every node sharing
+	// the ring (and the store) counts a client in the same cells (nil: a
+	// hasher under a random secret of this engine's own: right on one
+	// node only).
+	ClientKeys func() *limit.Hasher
 }
 
 // Limiter supplies a room's effective limits.
@@ -116,6 +122,12 @@ func New(store usher.Store, opts Options) *Engine {
 		_, _ = crand.Read(seed[:])
 		r := rand.New(rand.NewChaCha8(seed))
 		rng = r.Uint64
+	}
+	if opts.ClientKeys == nil {
+		var secret [32]byte
+		_, _ = crand.Read(secret[:])
+		h := limit.NewHasher(secret[:])
+		opts.ClientKeys = func() *limit.Hasher { return h }
 	}
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
@@ -359,7 +371,9 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		op.Force = true // in at once, counted
 	}
 	if cl := &s.ClientLimit; fresh && cl.On() && v.Client.IsValid() && v.Invite == 0 {
-		op.Client = usher.ClientOp{Key: limit.Key(cl.Prefix(v.Client)), PerMinute: cl.NewVisitorsPerMinute,
+		h := e.opts.ClientKeys()
+		op.Client = usher.ClientOp{Key: h.Key(limit.TierClient, cl.Prefix(v.Client)), PerMinute: cl.NewVisitorsPerMinute,
+			NetworkKey: h.Key(limit.TierNetwork, cl.NetworkPrefix(v.Client)), NetworkPerMinute: cl.NetworkPerMinute(),
 			Refuse: cl.Rejects(), Back: now.Add(BackSpan).Unix()}
 	}
 	if s.QueueingMethod == usher.Random && !op.NoAdmit && !op.Force {

@@ -43,8 +43,9 @@ type Config struct {
 	// of A-Z, a-z, 0-9, '_' and '-'. Empty: no lists. See IPLists.
 	IPListEntries map[string][]string
 	// CountryHeader is the request header that carries the visitor's
-	// country code for bypass rules, such as CF-IPCountry. Empty: none, and
-	// rules see country as "".
+	// country code for bypass rules, such as CF-IPCountry. It is believed
+	// only from trusted_proxies (and forward-auth peers); from any other
+	// peer it is ignored. Empty: none, and rules see country as "".
 	CountryHeader string
 	// WatchConfig reloads the config when its file changes (see
 	// Reloadable for what a reload may change). False: the config is read

@@ -136,11 +136,16 @@ func EncodeRule(r *usher.Rule) map[string]any {
 }
 
 func encodeClientLimit(c *usher.ClientLimit) map[string]any {
+	// network_new_visitors_per_minute 0 reads back as its default
+	// (usher.NetworkMultiple times new_visitors_per_minute).
 	return map[string]any{
-		"new_visitors_per_minute": c.NewVisitorsPerMinute,
-		"ipv4_prefix":             c.IPv4Prefix,
-		"ipv6_prefix":             c.IPv6Prefix,
-		"over_limit":              c.OverLimit,
+		"new_visitors_per_minute":         c.NewVisitorsPerMinute,
+		"ipv4_prefix":                     c.IPv4Prefix,
+		"ipv6_prefix":                     c.IPv6Prefix,
+		"network_new_visitors_per_minute": c.NetworkNewVisitorsPerMinute,
+		"network_ipv4_prefix":             c.NetworkIPv4Prefix,
+		"network_ipv6_prefix":             c.NetworkIPv6Prefix,
+		"over_limit":                      c.OverLimit,
 	}
 }
 

@@ -66,7 +66,11 @@ func (c *Config) Explain(w io.Writer) error {
 		}
 	}
 	if c.CountryHeader != "" {
-		fmt.Fprintf(&b, "Rules read the visitor's country from the %s header.\n", c.CountryHeader)
+		if len(c.TrustedProxies) == 0 {
+			fmt.Fprintf(&b, "Rules would read the visitor's country from the %s header, but only from trusted_proxies, and none are listed: rules see no country.\n", c.CountryHeader)
+		} else {
+			fmt.Fprintf(&b, "Rules read the visitor's country from the %s header when a trusted proxy (trusted_proxies) sends it; from any other peer the header is ignored and rules see no country.\n", c.CountryHeader)
+		}
 	}
 	if fa := c.ForwardAuth.Listen; fa != "" {
 		fmt.Fprintf(&b, "Proxies ask about each request at %s (forward auth; every peer of that listener is trusted), as at /__usher/auth on %s.\n", fa, c.Listen)
@@ -222,8 +226,9 @@ func clientLimitClause(c *usher.ClientLimit) string {
 	if c.Rejects() {
 		over = "the rest are refused with 429"
 	}
-	return fmt.Sprintf("one client (an IPv4 /%d or IPv6 /%d) gets at most %s a minute, and %s",
-		c.IPv4Prefix, c.IPv6Prefix, plural(c.NewVisitorsPerMinute, "new place"), over)
+	return fmt.Sprintf("one client (an IPv4 /%d or IPv6 /%d) gets at most %s a minute and one network (an IPv4 /%d or IPv6 /%d) at most %d for all its clients, and %s",
+		c.IPv4Prefix, c.IPv6Prefix, plural(c.NewVisitorsPerMinute, "new place"),
+		cmp.Or(c.NetworkIPv4Prefix, 24), cmp.Or(c.NetworkIPv6Prefix, 48), c.NetworkPerMinute(), over)
 }
 
 // proofOfWorkClause describes the proof of work.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -111,8 +112,9 @@ func overrideClauses(c *Config, rm *usher.Room, o *usher.Overrides) string {
 		if c.Rejects() {
 			over = "more are refused with 429"
 		}
-		out = append(out, fmt.Sprintf("%s a minute per client (IPv4 /%d, IPv6 /%d; %s)",
-			plural(c.NewVisitorsPerMinute, "new place"), c.IPv4Prefix, c.IPv6Prefix, over))
+		out = append(out, fmt.Sprintf("%s a minute per client (IPv4 /%d, IPv6 /%d) and %d per network (IPv4 /%d, IPv6 /%d; %s)",
+			plural(c.NewVisitorsPerMinute, "new place"), c.IPv4Prefix, c.IPv6Prefix,
+			c.NetworkPerMinute(), cmp.Or(c.NetworkIPv4Prefix, 24), cmp.Or(c.NetworkIPv6Prefix, 48), over))
 	}
 	if o.ProofOfWork != nil {
 		out = append(out, fmt.Sprintf("a proof of work of %d bits", s.ProofOfWork.Difficulty))

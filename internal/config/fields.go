@@ -215,17 +215,23 @@ func (d *decoder) event(n *yaml.Node, at loc) usher.Event {
 	return e
 }
 
-// clientLimit decodes client_limit over its defaults (prefixes /32 and
-// /64, over_limit queue). The mapping turns the limit on: Validate requires
-// new_visitors_per_minute in it.
+// clientLimit decodes client_limit over its defaults (a client is an IPv4
+// /32 or an IPv6 /64; a network an IPv4 /24 or an IPv6 /48, with
+// usher.NetworkMultiple times the client's limit; over_limit queue). The
+// mapping turns the limit on: Validate requires new_visitors_per_minute
+// in it.
 func (d *decoder) clientLimit(dst *usher.ClientLimit) field {
 	return func(n *yaml.Node, at loc) {
-		*dst = usher.ClientLimit{IPv4Prefix: 32, IPv6Prefix: 64, OverLimit: "queue", NewVisitorsPerMinute: -1}
+		*dst = usher.ClientLimit{IPv4Prefix: 32, IPv6Prefix: 64, OverLimit: "queue", NewVisitorsPerMinute: -1,
+			NetworkIPv4Prefix: 24, NetworkIPv6Prefix: 48}
 		d.mapping(n, at, map[string]field{
-			"new_visitors_per_minute": d.integer(&dst.NewVisitorsPerMinute),
-			"ipv4_prefix":             d.integer(&dst.IPv4Prefix),
-			"ipv6_prefix":             d.integer(&dst.IPv6Prefix),
-			"over_limit":              d.text(&dst.OverLimit),
+			"new_visitors_per_minute":         d.integer(&dst.NewVisitorsPerMinute),
+			"ipv4_prefix":                     d.integer(&dst.IPv4Prefix),
+			"ipv6_prefix":                     d.integer(&dst.IPv6Prefix),
+			"network_new_visitors_per_minute": d.integer(&dst.NetworkNewVisitorsPerMinute),
+			"network_ipv4_prefix":             d.integer(&dst.NetworkIPv4Prefix),
+			"network_ipv6_prefix":             d.integer(&dst.NetworkIPv6Prefix),
+			"over_limit":                      d.text(&dst.OverLimit),
 		})
 	}
 }

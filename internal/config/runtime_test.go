@@ -70,7 +70,7 @@ func TestWithRuntimeOverrides(t *testing.T) {
 	if got.CookieAttributes != (usher.CookieAttributes{SameSite: "strict", Secure: "auto"}) {
 		t.Errorf("cookie attributes %+v: samesite overridden, secure kept", got.CookieAttributes)
 	}
-	if want := (usher.ClientLimit{NewVisitorsPerMinute: 20, IPv4Prefix: 32, IPv6Prefix: 64, OverLimit: "queue"}); got.ClientLimit != want {
+	if want := (usher.ClientLimit{NewVisitorsPerMinute: 20, IPv4Prefix: 32, IPv6Prefix: 64, NetworkIPv4Prefix: 24, NetworkIPv6Prefix: 48, OverLimit: "queue"}); got.ClientLimit != want {
 		t.Errorf("client_limit %+v, want the block with its defaults %+v", got.ClientLimit, want)
 	}
 	// What was not overridden follows the file; the file's config is untouched.

@@ -257,10 +257,31 @@ func checkClientLimit(r *report, c *usher.ClientLimit, at loc) {
 	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
 		r.add(0, at.field("ipv6_prefix"), "must be from 1 to 128, got %d", c.IPv6Prefix)
 	}
+	checkNetworkLimit(r, c, at)
 	switch c.OverLimit {
 	case "queue", "reject":
 	default:
 		r.add(0, at.field("over_limit"), "must be queue or reject, got %q", c.OverLimit)
+	}
+}
+
+// checkNetworkLimit checks the network tier of a client_limit block: a
+// network is no smaller than a client, and gets at least one client's
+// limit.
+func checkNetworkLimit(r *report, c *usher.ClientLimit, at loc) {
+	if n := c.NetworkNewVisitorsPerMinute; n != 0 && (n < max(c.NewVisitorsPerMinute, 1) || n > 60000) {
+		r.add(0, at.field("network_new_visitors_per_minute"), "must be from new_visitors_per_minute (%d) to 60000, got %d (leave it out for %d times new_visitors_per_minute)",
+			c.NewVisitorsPerMinute, n, usher.NetworkMultiple)
+	}
+	if p := c.NetworkIPv4Prefix; p < 1 || p > 32 {
+		r.add(0, at.field("network_ipv4_prefix"), "must be from 1 to 32, got %d", p)
+	} else if p > c.IPv4Prefix && c.IPv4Prefix >= 1 {
+		r.add(0, at.field("network_ipv4_prefix"), "must be no longer than ipv4_prefix (%d): a network holds clients, got %d", c.IPv4Prefix, p)
+	}
+	if p := c.NetworkIPv6Prefix; p < 1 || p > 128 {
+		r.add(0, at.field("network_ipv6_prefix"), "must be from 1 to 128, got %d", p)
+	} else if p > c.IPv6Prefix && c.IPv6Prefix >= 1 {
+		r.add(0, at.field("network_ipv6_prefix"), "must be no longer than ipv6_prefix (%d): a network holds clients, got %d", c.IPv6Prefix, p)
 	}
 }
 

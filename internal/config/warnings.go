@@ -16,6 +16,9 @@ func (c *Config) Warnings() []string {
 			out = append(out, fmt.Sprintf("unknown_hosts is pass and room %q proxies to the origin that unmatched requests go to (%s): a request for another host (or none) reaches that origin without the room's decision. Set unknown_hosts: reject, or give the room an origin of its own.", rm, c.Origin))
 		}
 	}
+	if c.CountryHeader != "" && len(c.TrustedProxies) == 0 {
+		out = append(out, fmt.Sprintf("country_header is %s but trusted_proxies is empty: the header is believed only from a trusted proxy (any client can send it), so rules see no country. List the proxy that sets it in trusted_proxies.", c.CountryHeader))
+	}
 	for i := range c.Rooms {
 		rm := &c.Rooms[i]
 		limited := rm.ClientLimit.On()

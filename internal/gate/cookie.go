@@ -2,9 +2,8 @@ package gate
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
-	"hash/fnv"
-	"io"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -28,10 +27,10 @@ const CookieMaxAge = 24 * time.Hour
 func (g *Gate) openTicket(r *http.Request, m *Match) *usher.Ticket {
 	room := m.Room
 	name := room.CookieName()
-	bind := bindingOf(room, r, m.ClientIP)
+	bind := bindingData(room, r, m.ClientIP)
 	for value := range cookieValues(r.Header, name) {
 		t, err := g.sealer.Open(value, room.ID, name)
-		if err == nil && t.Binding != bind {
+		if err == nil && !g.bound(t.Binding, bind) {
 			err = errOtherClient
 		}
 		if err == nil {
@@ -96,29 +95,52 @@ func validCookieValue(v string) bool {
 // errOtherClient is why a ticket bound to another client is not taken.
 var errOtherClient = errors.New("ticket bound to another client")
 
-// bindingOf is the binding of the tickets room issues to r's client (at
-// address client): a hash of the room, the client's address prefix and its
-// user agent, as the room's ticket binding says; 0 when the room binds
-// nothing. It is sealed in the ticket, so a client cannot read it, and a
-// copied cookie opens only for a client with the same prefix and agent.
-func bindingOf(room *usher.Room, r *http.Request, client netip.Addr) uint32 {
+// bindingData is what ties the tickets room issues to r's client (at
+// address client): the room, the client's address prefix and its user
+// agent, as the room's ticket binding says, each after its length; nil
+// when the room binds nothing. The sealer keys it (Sealer.Binding), so
+// that nobody without the deployment's secret can tell which clients share
+// a binding; the binding is sealed in the ticket, and a copied cookie opens
+// only for a client with the same prefix and agent.
+func bindingData(room *usher.Room, r *http.Request, client netip.Addr) []byte {
 	b := &room.TicketBinding
 	if !b.On() {
-		return 0
+		return nil
 	}
-	h := fnv.New32a()
-	_, _ = io.WriteString(h, room.ID)
+	out := binary.AppendUvarint(nil, uint64(len(room.ID)))
+	out = append(out, room.ID...)
 	if b.ClientPrefix {
 		p := usher.ClientPrefix(client, cmp.Or(b.IPv4Prefix, 24), cmp.Or(b.IPv6Prefix, 48))
 		raw, _ := p.MarshalBinary()
-		_, _ = h.Write([]byte{0, 'p'})
-		_, _ = h.Write(raw)
+		out = append(out, 'p')
+		out = binary.AppendUvarint(out, uint64(len(raw)))
+		out = append(out, raw...)
 	}
 	if b.UserAgent {
-		_, _ = h.Write([]byte{0, 'a'})
-		_, _ = io.WriteString(h, r.UserAgent())
+		ua := r.UserAgent()
+		out = append(out, 'a')
+		out = binary.AppendUvarint(out, uint64(len(ua)))
+		out = append(out, ua...)
 	}
-	return max(h.Sum32(), 1)
+	return out
+}
+
+// bound reports whether a ticket's binding fits the client whose binding
+// data is data: both none, or the keyed binding under a key of the ring.
+func (g *Gate) bound(binding uint64, data []byte) bool {
+	if data == nil {
+		return binding == 0
+	}
+	return g.sealer.Bound(binding, data)
+}
+
+// binding is the binding sealed in a ticket for the client whose binding
+// data is data (0: none).
+func (g *Gate) binding(data []byte) uint64 {
+	if data == nil {
+		return 0
+	}
+	return g.sealer.Binding(data)
 }
 
 // setTicket adds the Set-Cookie of d's ticket when it changed. A ticket that
@@ -136,7 +158,7 @@ func (g *Gate) setTicket(w http.ResponseWriter, r *http.Request, m Match, d ushe
 	}
 	room := m.Room
 	tk := d.Ticket
-	tk.Binding = bindingOf(room, r, m.ClientIP)
+	tk.Binding = g.binding(bindingData(room, r, m.ClientIP))
 	v, err := g.sealer.Seal(&tk, room.ID, room.CookieName())
 	if err == nil {
 		c := ticketCookie(room, r.URL.EscapedPath(), m.Scheme, v)

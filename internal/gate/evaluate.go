@@ -42,6 +42,10 @@ type Match struct {
 	ClientIP netip.Addr
 	Scheme   string
 	Host     string
+	// TrustedPeer reports that the request came from a trusted proxy
+	// (trusted_proxies; a forward-auth request always does), whose
+	// headers about the visitor (the country header) are believed.
+	TrustedPeer bool
 	// At is the time of the decision.
 	At time.Time
 }
@@ -68,7 +72,9 @@ var errUnknownHost = usher.Errorf(usher.EMisdirected, "this site is not served a
 // route finds the room of r.
 func (g *Gate) route(r *http.Request) (Match, error) {
 	ip, scheme, host := server.ClientInfo(r, g.trusted)
-	return g.routeFor(r, ip, scheme, host)
+	m, err := g.routeFor(r, ip, scheme, host)
+	m.TrustedPeer = server.TrustedPeer(r, g.trusted)
+	return m, err
 }
 
 // routeFor finds the room of r for a client at ip, over scheme, asking for
@@ -143,7 +149,9 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 }
 
 // facts are what bypass rules see of r: the client IP through trusted
-// proxies, the host without port, the path as matched.
+// proxies, the host without port, the path as matched, and the country
+// header only from a trusted proxy: from any other peer it is the
+// visitor's own word, and rules see no country.
 func (g *Gate) facts(r *http.Request, m *Match) *rules.Request {
 	host := m.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -159,7 +167,7 @@ func (g *Gate) facts(r *http.Request, m *Match) *rules.Request {
 		UserAgent:  r.UserAgent(),
 		Headers:    r.Header,
 	}
-	if g.countryHeader != "" {
+	if g.countryHeader != "" && m.TrustedPeer {
 		f.Country = r.Header.Get(g.countryHeader)
 	}
 	return f

@@ -87,6 +87,7 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool)
 		return
 	}
 	m.Auth = true
+	m.TrustedPeer = true // originalRequest answers trusted peers only
 	if own, _ := ownPath(m.Path); own {
 		// usher's own paths (the page's assets): always through.
 		w.WriteHeader(http.StatusOK)

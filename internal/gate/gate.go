@@ -45,6 +45,12 @@ type Sealer interface {
 	// Open returns the ticket sealed in value; an error when value is not a
 	// ticket of room and cookieName sealed with a known key.
 	Open(value, room, cookieName string) (usher.Ticket, error)
+	// Binding returns the keyed binding of a client's binding data under
+	// the sealing key (never 0).
+	Binding(data []byte) uint64
+	// Bound reports whether b is data's binding under any key the
+	// sealer still opens tickets with.
+	Bound(b uint64, data []byte) bool
 }
 
 // Options configure a Gate.
@@ -83,7 +89,8 @@ type Options struct {
 	// IPLists are the named IP lists bypass rules may use.
 	IPLists map[string][]netip.Prefix
 	// CountryHeader is the request header carrying the visitor's country
-	// for bypass rules ("" : none).
+	// for bypass rules ("" : none). It is believed only from a peer in
+	// Trusted; from any other, rules see no country.
 	CountryHeader string
 	// PoW issues and verifies proof-of-work challenges for rooms that ask
 	// for them (nil: no room is challenged).

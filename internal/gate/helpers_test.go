@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -89,6 +90,16 @@ func (fakeSealer) Seal(t *usher.Ticket, room, cookieName string) (string, error)
 	b, err := json.Marshal(sealed{room, cookieName, *t})
 	return base64.RawURLEncoding.EncodeToString(b), err
 }
+
+// Binding is a keyed-looking stand-in: a hash of data with the top bit
+// set (the real sealer keys it; see internal/ticket).
+func (fakeSealer) Binding(data []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64() | 1<<63
+}
+
+func (f fakeSealer) Bound(b uint64, data []byte) bool { return b != 0 && b == f.Binding(data) }
 
 func (fakeSealer) Open(value, room, cookieName string) (usher.Ticket, error) {
 	b, err := base64.RawURLEncoding.DecodeString(value)

@@ -53,8 +53,8 @@ const (
 //	issuedAt   8 bytes, unix seconds, big-endian
 //	difficulty 1 byte: 1 to 32
 //	id         16 bytes, random: what Spent remembers
-//	roomTag    4 bytes: FNV-1a of the room id
-//	clientTag  4 bytes: FNV-1a of the client prefix
+//	roomTag    4 bytes: a keyed tag of the room id
+//	clientTag  4 bytes: a keyed tag of the client prefix
 //
 // and mac is HMAC-SHA256 truncated to 16 bytes, under the key derived from
 // keyID's secret, of the payload followed by the room id (after a length
@@ -251,8 +251,8 @@ func (p *PoW) Issue(room string, client netip.Prefix, difficulty int, now time.T
 	var id [idSize]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	payload = append(payload, id[:]...)
-	payload = binary.BigEndian.AppendUint32(payload, fnv32(room))
-	payload = binary.BigEndian.AppendUint32(payload, fnv32(clientBytes))
+	payload = binary.BigEndian.AppendUint32(payload, tag(k, tagRoom, room))
+	payload = binary.BigEndian.AppendUint32(payload, tag(k, tagClient, clientBytes))
 	n := len(payload)
 	mac := k.mac(payload, room, clientBytes)
 
@@ -336,8 +336,11 @@ func (p *PoW) Verify(challenge, n, room string, client netip.Prefix, minDifficul
 	roomTag := binary.BigEndian.Uint32(rest[9+idSize:])
 	clientTag := binary.BigEndian.Uint32(rest[9+idSize+tagSize:])
 
-	if len(room) > maxRoomLen || !client.IsValid() {
-		if roomTag != fnv32(room) {
+	if len(room) > maxRoomLen {
+		return Solved{}, ErrOtherRoom // no challenge is issued for it
+	}
+	if !client.IsValid() {
+		if roomTag != tag(k, tagRoom, room) {
 			return Solved{}, ErrOtherRoom
 		}
 		return Solved{}, ErrOtherClient
@@ -346,10 +349,15 @@ func (p *PoW) Verify(challenge, n, room string, client netip.Prefix, minDifficul
 	clientBytes := encodeClient(cl[:0], client)
 	mac := k.mac(payload, room, clientBytes)
 	if subtle.ConstantTimeCompare(mac[:], gotMAC[:]) != 1 {
+		// Tags under the key that do not fit either is a forgery (under a
+		// guessed key), not a challenge of another room or client.
+		otherRoom, otherClient := roomTag != tag(k, tagRoom, room), clientTag != tag(k, tagClient, clientBytes)
 		switch {
-		case roomTag != fnv32(room):
+		case otherRoom && otherClient:
+			return Solved{}, ErrBadMAC
+		case otherRoom:
 			return Solved{}, ErrOtherRoom
-		case clientTag != fnv32(clientBytes):
+		case otherClient:
 			return Solved{}, ErrOtherClient
 		}
 		return Solved{}, ErrBadMAC
@@ -485,12 +493,25 @@ func SplitSolution(s string) (challenge, n string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
-// fnv32 is 32-bit FNV-1a.
-func fnv32[T string | []byte](s T) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
+// The kinds of tag.
+const (
+	tagRoom   = 'r'
+	tagClient = 'c'
+)
+
+// tag is the first 4 bytes of HMAC-SHA256(k, kind || data), data at most
+// maxRoomLen bytes. The input is built on the stack, so a tag costs no
+// allocation.
+func tag[T string | []byte](k *macKey, kind byte, data T) uint32 {
+	var in [sha256.BlockSize + 1 + maxRoomLen]byte
+	m := copy(in[:], k.ipad[:])
+	in[m] = kind
+	m++
+	m += copy(in[m:], data)
+	inner := sha256.Sum256(in[:m])
+	var out [sha256.BlockSize + sha256.Size]byte
+	copy(out[:], k.opad[:])
+	copy(out[sha256.BlockSize:], inner[:])
+	sum := sha256.Sum256(out[:])
+	return binary.BigEndian.Uint32(sum[:4])
 }

@@ -2,10 +2,14 @@
 // count-min sketch of new tickets per client key over a sliding minute, so
 // that memory stays the same however many addresses come. The embedded store
 // keeps a Sketch in memory; the shared store keeps the same cells in Redis,
-// at the positions Cells gives, so both count alike.
+// at the positions Cells gives, so both count alike. Client keys are keyed
+// hashes (Hasher) under a secret derived from the key ring, so nobody can
+// pick addresses that share another client's counters.
 package limit
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"math"
 	"net/netip"
 )
@@ -19,23 +23,62 @@ const (
 	Width = 1 << 16
 )
 
-// Key returns the client key of an address prefix: a hash of its bytes and
-// length, so that 10.0.0.0/8 and 10.0.0.0/16 differ. The zero Prefix gives
-// key 0 (an unknown client).
-func Key(p netip.Prefix) uint64 {
+// Hasher maps address prefixes to client keys under a secret: the first 8
+// bytes of HMAC-SHA256 of the tier, the prefix's length and its masked
+// address. Without the secret nobody can tell which prefixes share a
+// counter, so no client can pick addresses that spend another's budget
+// (the cells of a key, Cells, are public, but the key is not). Every node
+// with the same secret gets the same keys, so nodes sharing a store count
+// alike. A Hasher is immutable and safe for concurrent use.
+type Hasher struct {
+	ipad, opad [sha256.BlockSize]byte // HMAC's pads of the secret
+}
+
+// NewHasher returns a Hasher under secret (derived from the key ring:
+// ticket.DeriveSecret with ticket.PurposeClientLimit); a secret longer
+// than SHA-256's block is hashed first, as HMAC does.
+func NewHasher(secret []byte) *Hasher {
+	if len(secret) > sha256.BlockSize {
+		sum := sha256.Sum256(secret)
+		secret = sum[:]
+	}
+	h := &Hasher{}
+	copy(h.ipad[:], secret)
+	copy(h.opad[:], secret)
+	for i := range h.ipad {
+		h.ipad[i] ^= 0x36
+		h.opad[i] ^= 0x5c
+	}
+	return h
+}
+
+// Tiers of a client limit: the client itself, and the network it is in.
+// The tier is hashed with the prefix, so that the two never share a key
+// even when their prefix lengths are the same.
+const (
+	TierClient  = 1
+	TierNetwork = 2
+)
+
+// Key returns the client key of an address prefix in a tier, never 0; the
+// zero Prefix (an unknown client) gives 0. 10.0.0.0/8 and 10.0.0.0/16
+// differ; an address and its masked prefix do not.
+func (h *Hasher) Key(tier byte, p netip.Prefix) uint64 {
 	if !p.IsValid() {
 		return 0
 	}
+	// HMAC-SHA256 on the stack: no allocation.
+	var in [sha256.BlockSize + 2 + 16]byte
+	copy(in[:], h.ipad[:])
+	in[sha256.BlockSize], in[sha256.BlockSize+1] = tier, byte(p.Bits())
 	a := p.Masked().Addr().As16()
-	h := uint64(p.Bits()) + 1
-	for i := 0; i < 16; i += 8 {
-		var w uint64
-		for _, b := range a[i : i+8] {
-			w = w<<8 | uint64(b)
-		}
-		h = mix(h ^ w)
-	}
-	return h
+	copy(in[sha256.BlockSize+2:], a[:])
+	inner := sha256.Sum256(in[:])
+	var out [sha256.BlockSize + sha256.Size]byte
+	copy(out[:], h.opad[:])
+	copy(out[sha256.BlockSize:], inner[:])
+	sum := sha256.Sum256(out[:])
+	return max(binary.BigEndian.Uint64(sum[:8]), 1)
 }
 
 // Cells returns the counter of key in each row.
@@ -47,7 +90,8 @@ func Cells(key uint64) [Depth]uint32 {
 	return out
 }
 
-// mix is splitmix64's finaliser.
+// mix is splitmix64's finaliser: it spreads a key, already unpredictable,
+// over the rows.
 func mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
@@ -111,43 +155,79 @@ func (s *Sketch) at(n int64) ([]uint16, bool) {
 // so a client that keeps asking gets perMinute tickets a minute. A clock
 // that goes back counts in the slice it is in.
 func (s *Sketch) Take(key uint64, now float64, perMinute int) bool {
+	return TakeAll(now, Tier{s, key, perMinute})
+}
+
+// Tier is one limit of TakeAll: a key in a sketch, and its count a minute.
+type Tier struct {
+	Sketch    *Sketch
+	Key       uint64
+	PerMinute int
+}
+
+// TakeAll counts one new ticket in every tier at now unless one of them
+// has reached its limit; it reports whether the ticket was within all of
+// them. A ticket over one limit is counted in none, so that a client
+// refused for its network's count does not spend its own budget too.
+// Tiers must be in distinct sketches.
+func TakeAll(now float64, tiers ...Tier) bool {
 	n := int64(math.Floor(now / SliceSeconds))
 	if n < Slices {
 		n = Slices // before 1970 + a minute: no slice before
 	}
+	type est struct {
+		cur   []uint16
+		cells [Depth]uint32
+		rows  [Depth]float64
+		least float64
+	}
+	var ests [2]est
+	all := ests[:0]
+	if len(tiers) > len(ests) {
+		all = make([]est, 0, len(tiers))
+	}
+	for _, t := range tiers {
+		e := est{cur: t.Sketch.slice(n), cells: Cells(t.Key), least: math.Inf(1)}
+		var rows [Slices + 1][]uint16 // oldest first; nil: not held
+		for k := range rows {
+			if r, ok := t.Sketch.at(n - Slices + int64(k)); ok {
+				rows[k] = r
+			}
+		}
+		for d, c := range e.cells {
+			i := d*Width + int(c)
+			var counts [Slices + 1]uint32
+			for k, r := range rows {
+				if r != nil {
+					counts[k] = uint32(r[i])
+				}
+			}
+			e.rows[d] = Estimate(&counts)
+			e.least = min(e.least, e.rows[d])
+		}
+		if e.least >= float64(t.PerMinute) {
+			return false
+		}
+		all = append(all, e)
+	}
+	for _, e := range all {
+		for d, c := range e.cells {
+			i := d*Width + int(c)
+			if e.rows[d] <= e.least && e.cur[i] < math.MaxUint16 {
+				e.cur[i]++
+			}
+		}
+	}
+	return true
+}
+
+// slice returns the ring entry of slice n, cleared if it held an older
+// slice.
+func (s *Sketch) slice(n int64) []uint16 {
 	cur, ok := s.at(n)
 	if !ok {
 		clear(cur)
 		s.held[n%(Slices+1)] = n
 	}
-	var rows [Slices + 1][]uint16 // oldest first; nil: not held
-	for k := range rows {
-		if r, ok := s.at(n - Slices + int64(k)); ok {
-			rows[k] = r
-		}
-	}
-	cells := Cells(key)
-	var est [Depth]float64
-	least := math.Inf(1)
-	for d, c := range cells {
-		i := d*Width + int(c)
-		var counts [Slices + 1]uint32
-		for k, r := range rows {
-			if r != nil {
-				counts[k] = uint32(r[i])
-			}
-		}
-		est[d] = Estimate(&counts)
-		least = min(least, est[d])
-	}
-	if least >= float64(perMinute) {
-		return false
-	}
-	for d, c := range cells {
-		i := d*Width + int(c)
-		if est[d] <= least && cur[i] < math.MaxUint16 {
-			cur[i]++
-		}
-	}
-	return true
+	return cur
 }

@@ -34,6 +34,13 @@ func IsTrusted(ip netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
+// TrustedPeer reports whether r's direct peer is in trusted: only then are
+// its headers about the visitor (X-Forwarded-*, a country header)
+// believed.
+func TrustedPeer(r *http.Request, trusted []netip.Prefix) bool {
+	return IsTrusted(PeerAddr(r), trusted)
+}
+
 // ClientInfo returns the visitor's IP address, the scheme ("http" or
 // "https") and the host (as sent, port included) of request r.
 //

@@ -24,7 +24,9 @@ import (
 //	Place       varint: seconds from ArrivedAt's unix second (if flagPlace)
 //	DrewAt      varint: milliseconds from ArrivedAt   (if flagDrewAt)
 //	Until       varint: milliseconds from ArrivedAt   (if flagUntil)
-//	Binding     4 bytes, big-endian                  (if flagBinding)
+//	Binding     8 bytes, big-endian                  (if flagBinding64)
+//	            or 4 bytes, big-endian               (if flagBinding: the
+//	            32-bit unkeyed binding of earlier releases, read only)
 //	Position    uvarint                               (if flagPosition)
 //	Announced   uvarint: milliseconds, above zero      (if flagAnnounced)
 //	Jitter      varint: milliseconds, either way
@@ -32,7 +34,11 @@ import (
 // flagBack and flagJoining carry no field. A zero time.Time, a zero Cell or
 // Binding and a false Back or Joining are left out and their flag cleared,
 // so they come back zero.
-// Nothing may follow Jitter. A version 1 admitted ticket has no Until: its
+// Nothing may follow Jitter. flagBinding64 is how the keyed 64-bit binding
+// came in: a release that does not know it refuses the ticket (a new
+// visitor, never an admitted one), and this one reads a 32-bit binding into
+// Binding as it is, where it matches no keyed binding (none is below
+// 2^32): such a ticket, if bound, opens as a new visitor. A version 1 admitted ticket has no Until: its
 // session was counted to its Cell, which is taken as its Until.
 const (
 	flagAdmittedAt  = 1 << 0
@@ -47,17 +53,18 @@ const (
 	flagPosition    = 1 << 9
 	flagJoining     = 1 << 10
 	flagAnnounced   = 1 << 11
+	flagBinding64   = 1 << 12
 	flagsKnownV1    = flagAdmittedAt | flagCountedAt | flagNextCheckIn | flagCell | flagPlace | flagDrewAt
-	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition | flagJoining | flagAnnounced
+	flagsKnown      = flagsKnownV1 | flagUntil | flagBack | flagBinding | flagPosition | flagJoining | flagAnnounced | flagBinding64
 )
 
 // maxPayloadLen bounds the encoded ticket: the fixed fields, two bytes of
 // flags, and each field at the longest its range allows: an arrival under
 // 2^45 ms (7 bytes), five millisecond deltas and two second deltas within
-// the range (7 and 6 bytes as zig-zag varints), the binding (4), a position
+// the range (7 and 6 bytes as zig-zag varints), the binding (8), a position
 // under 2^35 (5), an announced wait within a year (5) and a jitter within an
 // hour (4). TestPayloadBound checks the extremes.
-const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 4 + 5 + 5 + 4
+const maxPayloadLen = 8 + 1 + 2 + 7 + 5*7 + 2*6 + 8 + 5 + 5 + 4
 
 // maxJitter is the largest Jitter, either way, a ticket may carry. Jitter is a small
 // offset on the refresh interval; anything near this is a bug or a forgery.
@@ -154,7 +161,7 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 		flags |= flagJoining
 	}
 	if t.Binding != 0 {
-		flags |= flagBinding
+		flags |= flagBinding64
 	}
 	if t.Position != 0 {
 		flags |= flagPosition
@@ -187,8 +194,8 @@ func appendPayload(b []byte, t *usher.Ticket) []byte {
 	if flags&flagUntil != 0 {
 		b = binary.AppendVarint(b, t.Until.UnixMilli()-arrived)
 	}
-	if flags&flagBinding != 0 {
-		b = binary.BigEndian.AppendUint32(b, t.Binding)
+	if flags&flagBinding64 != 0 {
+		b = binary.BigEndian.AppendUint64(b, t.Binding)
 	}
 	if flags&flagPosition != 0 {
 		b = binary.AppendUvarint(b, uint64(t.Position))
@@ -247,8 +254,13 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 	}
 	t.Back = flags&flagBack != 0
 	t.Joining = flags&flagJoining != 0
-	if flags&flagBinding != 0 {
-		t.Binding = d.uint32()
+	switch flags & (flagBinding | flagBinding64) {
+	case flagBinding:
+		t.Binding = uint64(d.uint32())
+	case flagBinding64:
+		t.Binding = d.uint64()
+	case flagBinding | flagBinding64:
+		d.fail()
 	}
 	if flags&flagPosition != 0 {
 		if p := d.uvarint(); p == 0 || p > maxPosition {
@@ -269,7 +281,7 @@ func decodePayload(b []byte, v byte) (usher.Ticket, error) {
 	} else {
 		t.Jitter = time.Duration(j) * time.Millisecond
 	}
-	if d.bad || len(d.b) != 0 || (flags&flagBinding != 0 && t.Binding == 0) {
+	if d.bad || len(d.b) != 0 || (flags&(flagBinding|flagBinding64) != 0 && t.Binding == 0) {
 		return usher.Ticket{}, errPayload
 	}
 	if v == 1 && t.State == usher.Admitted && t.Cell != 0 {
@@ -287,6 +299,18 @@ func (d *decoder) uint32() uint32 {
 	}
 	v := binary.BigEndian.Uint32(d.b)
 	d.b = d.b[4:]
+	return v
+}
+
+// uint64 reads 8 bytes, big-endian.
+func (d *decoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.bad = true
+		d.b = nil
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
 	return v
 }
 

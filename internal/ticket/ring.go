@@ -33,6 +33,7 @@ type Ring struct {
 type ringKey struct {
 	id   string
 	aead cipher.AEAD
+	bind *macKey // under the key's PurposeBinding secret
 }
 
 // NewRing returns a ring of keys; keys[0] seals. It reports every problem:
@@ -66,7 +67,7 @@ func NewRing(keys []usher.Key) (*Ring, error) {
 			errs = append(errs, fmt.Errorf("key %q: %w", k.ID, err))
 			continue
 		}
-		r.keys = append(r.keys, ringKey{id: k.ID, aead: aead})
+		r.keys = append(r.keys, ringKey{id: k.ID, aead: aead, bind: newMACKey(DeriveSecret(k, PurposeBinding))})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

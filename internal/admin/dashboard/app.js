@@ -651,6 +651,9 @@
       { k: "new_visitors_per_minute", t: "int", opt: true, help: "1 to 60000; turns the limit on" },
       { k: "ipv4_prefix", t: "int", opt: true },
       { k: "ipv6_prefix", t: "int", opt: true },
+      { k: "network_new_visitors_per_minute", t: "int", opt: true, help: "all the clients of one network together; empty: 4 times the client's" },
+      { k: "network_ipv4_prefix", t: "int", opt: true, help: "empty: 24" },
+      { k: "network_ipv6_prefix", t: "int", opt: true, help: "empty: 48" },
       { k: "over_limit", t: "select", o: ["", "queue", "reject"], opt: true }] },
     { id: "proof_of_work", title: "Proof of work", obj: "proof_of_work", fields: [
       { k: "difficulty", t: "int", opt: true, help: "1 to 32; turns it on" },

@@ -76,6 +76,7 @@ type room struct {
 	records *records
 
 	sketch *limit.Sketch // per-client limits; nil until one is asked
+	nets   *limit.Sketch // per-network limits; nil until one is asked
 
 	// dirty collects the keys changed since the last flush; nil when the
 	// store does not persist.
@@ -362,7 +363,14 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 			r.sketch = limit.NewSketch()
 		}
 		secs := float64(op.Now.UnixNano()) / 1e9
-		res.OverClient = !r.sketch.Take(op.Client.Key, secs, op.Client.PerMinute)
+		tiers := []limit.Tier{{Sketch: r.sketch, Key: op.Client.Key, PerMinute: op.Client.PerMinute}}
+		if c := op.Client; c.NetworkPerMinute > 0 && c.NetworkKey != 0 {
+			if r.nets == nil {
+				r.nets = limit.NewSketch()
+			}
+			tiers = append(tiers, limit.Tier{Sketch: r.nets, Key: c.NetworkKey, PerMinute: c.NetworkPerMinute})
+		}
+		res.OverClient = !limit.TakeAll(secs, tiers...)
 	}
 	switch {
 	case res.OverClient:

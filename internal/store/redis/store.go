@@ -150,7 +150,7 @@ func (s *Store) Close() error {
 func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(append(make([]string, 0, len(rk)+1), rk[:5]...), visitorKey(vp, op.Visitor)), rk[5:]...)
-	args := writeArgs(make([]string, 0, 30), op.Now, known, &s.opts)
+	args := writeArgs(make([]string, 0, 40), op.Now, known, &s.opts)
 	args = append(args,
 		itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)),
 		itoa(op.WaitExp), itoa(op.ActiveExp),
@@ -164,12 +164,23 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		// the rate window when that is 60 s old (scripts/common.lua).
 		itoa(op.Now.Add(time.Millisecond-1).UnixMilli()))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
+		network := c.NetworkPerMinute > 0 && c.NetworkKey != 0
 		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
+		if network {
+			args = append(args, itoa(int64(c.NetworkPerMinute)))
+		} else {
+			args = append(args, "0")
+		}
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
+		if network {
+			for _, cell := range limit.Cells(c.NetworkKey) {
+				args = append(args, strconv.FormatUint(uint64(cell), 10))
+			}
+		}
 	} else {
-		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell), "0")
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()

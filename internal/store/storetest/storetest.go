@@ -50,6 +50,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClientLimit", testClientLimit},
 		{"ClientLimitRefuse", testClientLimitRefuse},
 		{"ClientLimitBurst", testClientLimitBurst},
+		{"ClientLimitNetwork", testClientLimitNetwork},
 		{"Peek", testPeek},
 		{"Spend", testSpend},
 		{"End", testEnd},

@@ -8,7 +8,10 @@
 -- the ms, client limit per minute (0: none), refuse (0/1), back bucket,
 -- take over (ms: a waiting record counted from the ticket presented at or
 -- before it is taken over; 0: never), take over cell (the record's cell
--- expires at or before it; 0: any), then the client's Depth sketch cells.
+-- expires at or before it; 0: any), network limit per minute (0: none),
+-- then the client's Depth sketch cells, then (with a network limit) the
+-- network's Depth cells, counted in fields of their own ('n' before the
+-- row).
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
 -- born, rec, replay, record at, record cell, record admitted, over,
@@ -27,7 +30,9 @@ local fromBucket, drawBefore = tonumber(ARGV[21]), tonumber(ARGV[22])
 local stamp = tonumber(ARGV[23])
 local clientMax, refuse, back = tonumber(ARGV[24]), ARGV[25] == '1', tonumber(ARGV[26])
 local takeOver, takeOverCell = tonumber(ARGV[27]), tonumber(ARGV[28])
-local CELLS = 29 -- the first sketch cell's ARGV
+local netMax = tonumber(ARGV[29])
+local CELLS = 30 -- the first sketch cell's ARGV
+local DEPTH = 4 -- limit.Depth
 if fromBucket == 0 then
   fromBucket = bucket
 end
@@ -62,10 +67,11 @@ local function result(admitted, ahead, replay, rc, over, took)
     slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0}
 end
 
--- take counts one new ticket for the client unless its count over the
--- sliding minute (every ticket of the last SLICES slices and the current
--- one, as limit.Sketch) has reached clientMax, and reports whether it was
--- within.
+-- take counts one new ticket for the client, and for its network when
+-- there is a network limit, unless a count over the sliding minute (every
+-- ticket of the last SLICES slices and the current one, as limit.TakeAll)
+-- has reached its limit, and reports whether it was within. A ticket over
+-- either limit is counted in neither.
 local function take()
   local slice = math.max(math.floor(NOW_MS / SLICE_MS), SLICES)
   local n = SLICES + 1
@@ -76,12 +82,17 @@ local function take()
     redis.call('PEXPIRE', cur, n * SLICE_MS + 10000)
   end
   -- One HMGET a slice reads the slice it holds ('_m', first) and the
-  -- client's cells.
+  -- cells: the client's rows 2 .. DEPTH + 1, the network's after.
   local fields = { '_m' }
   for k = CELLS, #ARGV do
-    fields[#fields + 1] = (k - CELLS) .. ':' .. ARGV[k]
+    local row = (k - CELLS) % DEPTH
+    if k - CELLS < DEPTH then
+      fields[#fields + 1] = row .. ':' .. ARGV[k]
+    else
+      fields[#fields + 1] = 'n' .. row .. ':' .. ARGV[k]
+    end
   end
-  local est, least = {}, math.huge
+  local est = {}
   for k = 2, #fields do
     est[k] = 0
   end
@@ -93,15 +104,24 @@ local function take()
       end
     end
   end
-  for k = 2, #fields do
-    least = math.min(least, est[k])
+  local tiers = { { first = 2, max = clientMax } }
+  if #fields > DEPTH + 1 then
+    tiers[2] = { first = DEPTH + 2, max = netMax }
   end
-  if least >= clientMax then
-    return false
+  for _, t in ipairs(tiers) do
+    t.least = math.huge
+    for k = t.first, t.first + DEPTH - 1 do
+      t.least = math.min(t.least, est[k])
+    end
+    if t.least >= t.max then
+      return false
+    end
   end
-  for k = 2, #fields do
-    if est[k] <= least then
-      redis.call('HINCRBY', cur, fields[k], 1)
+  for _, t in ipairs(tiers) do
+    for k = t.first, t.first + DEPTH - 1 do
+      if est[k] <= t.least then
+        redis.call('HINCRBY', cur, fields[k], 1)
+      end
     end
   end
   return true
