@@ -68,6 +68,17 @@ type Config struct {
 	Webhooks []Webhook
 
 	dir string // the config file's directory, absolute, when Load read it
+	// written holds the line of each field path the file (or a runtime
+	// override) writes, "rooms[0].total_active_users": a field written
+	// as 0 is told from one left out. Nil for a Config built in code.
+	written map[string]int
+}
+
+// wrote reports whether the file (or a runtime override) writes the field
+// at path.
+func (c *Config) wrote(path string) bool {
+	_, ok := c.written[path]
+	return ok
 }
 
 // Admin is the private admin listener: API, dashboard and metrics.
