@@ -90,8 +90,10 @@ type Admin struct {
 	// or in TokenFile, when Listen is set. See BearerToken.
 	Token string
 	// TokenFile is a file holding the token (surrounding white space is
-	// ignored), relative to the config file's directory. Load reads it;
-	// Parse does not. Set Token or TokenFile, not both.
+	// ignored), relative to the config file's directory; a path starting
+	// $CREDENTIALS_DIRECTORY/ is in the directory of systemd's credentials
+	// (LoadCredential), as that variable names it. Load reads it; Parse
+	// does not. Set Token or TokenFile, not both.
 	TokenFile string
 	// Tokens are more bearer tokens, each with a name (the audit log
 	// records which token made a change) and a role: read (GET only) or

@@ -191,8 +191,16 @@ func (c *Config) readFiles(dir string) report {
 }
 
 // readSecretFile returns the trimmed content of the file name, relative to
-// dir unless absolute.
+// dir unless absolute. A name that starts with $CREDENTIALS_DIRECTORY/ (or
+// ${CREDENTIALS_DIRECTORY}/) is in the directory that environment variable
+// names: systemd sets it for a service's credentials (LoadCredential), and
+// an operator sets it to check the config outside the service
+// (CREDENTIALS_DIRECTORY=/etc/usher usher check ...).
 func readSecretFile(dir, name string) (string, error) {
+	name, err := expandCredentials(name, os.Getenv(credentialsEnv))
+	if err != nil {
+		return "", err
+	}
 	if !filepath.IsAbs(name) {
 		name = filepath.Join(dir, name)
 	}
@@ -201,4 +209,25 @@ func readSecretFile(dir, name string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// credentialsEnv is the environment variable systemd sets to the
+// directory of a service's credentials.
+const credentialsEnv = "CREDENTIALS_DIRECTORY"
+
+// expandCredentials replaces a leading $CREDENTIALS_DIRECTORY/ or
+// ${CREDENTIALS_DIRECTORY}/ in name with credDir, which must then be set;
+// any other name is returned as it is.
+func expandCredentials(name, credDir string) (string, error) {
+	for _, prefix := range []string{"$" + credentialsEnv + "/", "${" + credentialsEnv + "}/"} {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		if credDir == "" {
+			return "", fmt.Errorf("%s names $%s, which is not set: systemd sets it for a service with LoadCredential; to check the config outside the service, set it to the directory that holds the file (%s=/etc/usher usher check ...)", name, credentialsEnv, credentialsEnv)
+		}
+		return filepath.Join(credDir, rest), nil
+	}
+	return name, nil
 }
