@@ -66,7 +66,9 @@ clean:
 # release cross-builds static binaries (CGO_ENABLED=0, -trimpath) for every
 # PLATFORMS entry into $(DIST)/usher_<version>_<os>_<arch>/usher (with
 # LICENSE, README.md and CHANGELOG.md), packs each in a .tar.gz beside it
-# and lists their SHA-256 sums in $(DIST)/SHA256SUMS. VERSION (from
+# and lists their SHA-256 sums in $(DIST)/SHA256SUMS; $(DIST)/NOTES.md is
+# the version's section of CHANGELOG.md (Unreleased for a build between
+# tags), and a version without one fails the release. VERSION (from
 # scripts/version.sh: the tag, or the VERSION file's version as a
 # pre-release of the commit), COMMIT and DATE are stamped into the binary
 # (usher version prints them); override any of them: make release
@@ -93,6 +95,9 @@ release:
 		cp LICENSE README.md CHANGELOG.md "$$dist/$$name/"; \
 		tar -C "$$dist" -czf "$$dist/$$name.tar.gz" $$name; \
 	done; \
+	notes=$${version#v}; case $$notes in *-*) notes=Unreleased;; esac; \
+	awk -v h="## [$$notes]" 'index($$0, "## [") == 1 { p = index($$0, h) == 1; next } /^\[[^]]*\]: / { next } p' CHANGELOG.md > "$$dist/NOTES.md"; \
+	if [ ! -s "$$dist/NOTES.md" ]; then echo "make release: CHANGELOG.md has no section [$$notes] for $$version" >&2; exit 1; fi; \
 	cd "$$dist"; \
 	if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS; \
 	cat SHA256SUMS
