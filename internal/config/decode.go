@@ -26,6 +26,9 @@ type decoder struct {
 	nodes    int  // values decoded so far (aliases count each time)
 	tooBig   bool // maxNodes was passed: stop decoding
 	runtime  bool // decoding runtime overrides, not the file
+	// schema, when not nil, records the fields of every mapping decoded,
+	// by path (see Schema).
+	schema map[string]map[string]field
 }
 
 // maxNodes bounds the values a document may expand to: aliases repeat
@@ -193,6 +196,9 @@ func (d *decoder) mapping(n *yaml.Node, at loc, fields map[string]field) {
 	}
 	if !d.budget(n, at, len(n.Content)/2) {
 		return
+	}
+	if d.schema != nil {
+		d.schema[at.path] = fields
 	}
 	seen := make(map[string]int)
 	for i := 0; i+1 < len(n.Content); i += 2 {
