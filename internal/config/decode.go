@@ -19,13 +19,14 @@ import (
 // its line and path) for every value it cannot take and the line of every
 // field it sees.
 type decoder struct {
-	problems report
-	soft     map[int]bool    // indexes in problems of unknown or repeated keys: no value failed there
-	misspelt map[string]bool // the paths of the fields unknown keys are likely misspellings of
-	lines    map[string]int
-	nodes    int  // values decoded so far (aliases count each time)
-	tooBig   bool // maxNodes was passed: stop decoding
-	runtime  bool // decoding runtime overrides, not the file
+	problems  report
+	soft      map[int]bool    // indexes in problems of unknown or repeated keys: no value failed there
+	misspelt  map[string]bool // the paths of the fields unknown keys are likely misspellings of
+	suggested int             // unknown keys a field was looked for
+	lines     map[string]int
+	nodes     int  // values decoded so far (aliases count each time)
+	tooBig    bool // maxNodes was passed: stop decoding
+	runtime   bool // decoding runtime overrides, not the file
 	// schema, when not nil, records the fields of every mapping decoded,
 	// by path (see Schema).
 	schema map[string]map[string]field
@@ -66,7 +67,11 @@ func (d *decoder) softProblem(line int, at loc, format string, args ...any) {
 // it is left out because of the misspelling, and "required" there would
 // be noise.
 func (d *decoder) unknown(k *yaml.Node, at loc, fields map[string]field) {
-	best := suggest(k.Value, fields)
+	best := ""
+	if d.suggested < MaxProblems { // past it, the problems are not shown
+		d.suggested++
+		best = suggest(k.Value, fields)
+	}
 	if best == "" {
 		d.softProblem(k.Line, at, "unknown field %q", k.Value)
 		return
