@@ -146,11 +146,34 @@ func noise(p Problem, failed map[string]bool) bool {
 		if name == "" || strings.HasPrefix(name, "[") {
 			continue
 		}
-		if (p.Path == parent || parentPath(p.Path) == parent) && strings.Contains(p.Message, name) {
+		if (p.Path == parent || parentPath(p.Path) == parent) && containsWord(p.Message, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// containsWord reports whether s holds name as a whole word: not inside a
+// longer field name ("path" is not in "path_case_sensitive").
+func containsWord(s, name string) bool {
+	inWord := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		c := s[i]
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	for from := 0; ; {
+		i := strings.Index(s[from:], name)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if !inWord(i-1) && !inWord(i+len(name)) {
+			return true
+		}
+		from = i + 1
+	}
 }
 
 // readFiles reads the token file and secret files named in c, relative to
