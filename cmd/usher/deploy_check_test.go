@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,5 +169,65 @@ func TestDeployVersionAgrees(t *testing.T) {
 	makefile := string(readRepoFile(t, "Makefile"))
 	if !strings.Contains(makefile, "IMAGE ?= "+image+"\n") {
 		t.Errorf("the Makefile's IMAGE is not %s", image)
+	}
+}
+
+// TestDeployReleaseWorkflow checks that the release workflow builds with
+// make targets the Makefile has, on a version tag, with the history
+// scripts/version.sh needs.
+func TestDeployReleaseWorkflow(t *testing.T) {
+	t.Parallel()
+	var wf struct {
+		On struct {
+			Push struct {
+				Tags []string `yaml:"tags"`
+			} `yaml:"push"`
+		} `yaml:"on"`
+		Jobs map[string]struct {
+			Steps []struct {
+				Uses string         `yaml:"uses"`
+				With map[string]any `yaml:"with"`
+				Run  string         `yaml:"run"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(readRepoFile(t, ".github/workflows/release.yml"), &wf); err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.On.Push.Tags) != 1 || wf.On.Push.Tags[0] != "v*" {
+		t.Errorf("the workflow runs on tags %q, want v*", wf.On.Push.Tags)
+	}
+	makefile := string(readRepoFile(t, "Makefile"))
+	targets := map[string]bool{}
+	for _, step := range wf.Jobs["release"].Steps {
+		if step.Uses == "actions/checkout@v4" && step.With["fetch-depth"] != 0 {
+			t.Errorf("checkout fetch-depth %v: scripts/version.sh needs the tags (0)", step.With["fetch-depth"])
+		}
+		for _, line := range strings.Split(step.Run, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "make" {
+				continue
+			}
+			targets[f[1]] = true
+			if !strings.Contains(makefile, "\n"+f[1]+":") {
+				t.Errorf("the workflow runs make %s, which the Makefile does not have", f[1])
+			}
+		}
+	}
+	if !targets["release"] || !targets["image"] {
+		t.Errorf("the workflow runs make %v, want release and image", targets)
+	}
+}
+
+// TestDeployMakeImageWithoutEngine: make image on a machine without a
+// working container engine fails, saying so, rather than doing nothing.
+func TestDeployMakeImageWithoutEngine(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	out, err := exec.CommandContext(t.Context(), "make", "-s", "-C", repoRoot, "image", "ENGINE=", "VERSION=v0.0.0-test").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "make image: no working container engine") {
+		t.Errorf("make image ENGINE= : %v\n%s", err, out)
 	}
 }
