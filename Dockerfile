@@ -43,6 +43,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # time zones and a nonroot user (65532), and no shell.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/usher /usher
+COPY LICENSE /usr/share/doc/usher/LICENSE
 # The embedded store's directory, owned by the user usher runs as.
 COPY --from=build --chown=65532:65532 /out/data /data
 COPY deploy/docker/usher.yaml /etc/usher/usher.yaml
