@@ -1,18 +1,27 @@
 # syntax=docker/dockerfile:1
 #
 # usher's container image: a static binary on distroless, as a non-root
-# user. Not built on usher's own CI (there is no Docker engine there): its
-# stages are parsed and checked by cmd/usher/deploy_test.go, and the binary
-# is built there with the same flags. See docs/deploy.md.
+# user. Its stages are parsed and checked by cmd/usher/deploy_docker_test.go,
+# and the binary is built there with the same flags. Build it with
+#
+#   make image                                   # podman, buildah or docker
+#   make image IMAGE_PLATFORMS=linux/amd64,linux/arm64 PUSH=1
+#
+# which stamps the version of scripts/version.sh, or by hand:
 #
 #   docker build -t usher \
-#     --build-arg VERSION=$(git describe --tags --always --dirty) \
+#     --build-arg VERSION=$(./scripts/version.sh) \
 #     --build-arg COMMIT=$(git rev-parse HEAD) \
 #     --build-arg DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
+#
+# The release workflow (.github/workflows/release.yml) publishes it as
+# ghcr.io/usherhq/usher:<tag> for linux/amd64 and linux/arm64. Base images
+# are named in full (docker.io/..., gcr.io/...) so that podman, which has
+# no default registry, finds them.
 
 ARG GO_VERSION=1.26
 
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM --platform=$BUILDPLATFORM docker.io/library/golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
@@ -34,6 +43,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # time zones and a nonroot user (65532), and no shell.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/usher /usher
+COPY LICENSE /usr/share/doc/usher/LICENSE
 # The embedded store's directory, owned by the user usher runs as.
 COPY --from=build --chown=65532:65532 /out/data /data
 COPY deploy/docker/usher.yaml /etc/usher/usher.yaml

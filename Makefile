@@ -64,29 +64,79 @@ clean:
 	rm -rf bin dist
 
 # release cross-builds static binaries (CGO_ENABLED=0, -trimpath) for every
-# PLATFORMS entry into dist/usher_<version>_<os>_<arch>/usher, packs each in
-# a .tar.gz beside it and lists their SHA-256 sums in dist/SHA256SUMS.
-# VERSION, COMMIT and DATE are stamped into the binary (usher version prints
-# them); override any of them: make release VERSION=v0.3.0.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# PLATFORMS entry into $(DIST)/usher_<version>_<os>_<arch>/usher (with
+# LICENSE, README.md and CHANGELOG.md), packs each in a .tar.gz beside it
+# and lists their SHA-256 sums in $(DIST)/SHA256SUMS; $(DIST)/NOTES.md is
+# the version's section of CHANGELOG.md (Unreleased for a build between
+# tags), and a version without one fails the release. VERSION (from
+# scripts/version.sh: the tag, or the VERSION file's version as a
+# pre-release of the commit), COMMIT and DATE are stamped into the binary
+# (usher version prints them); override any of them: make release
+# VERSION=v0.3.0. The release workflow (.github/workflows/release.yml) runs
+# this target on a tag.
+VERSION ?= $(shell ./scripts/version.sh)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+DIST ?= dist
 RELEASE_LDFLAGS = -s -w -X main.Version=$$version -X main.Commit=$$commit -X main.Date=$$date
 
 .PHONY: release
 release:
-	@set -e; version='$(VERSION)'; commit='$(COMMIT)'; date='$(DATE)'; \
-	rm -rf dist; mkdir -p dist; \
+	@set -e; version='$(VERSION)'; commit='$(COMMIT)'; date='$(DATE)'; dist='$(DIST)'; \
+	case $$version in ''|*[!A-Za-z0-9._+-]*) echo "make release: VERSION must be like v0.1.0, got '$$version'" >&2; exit 1;; esac; \
+	rm -rf "$$dist"; mkdir -p "$$dist"; \
 	for platform in $(PLATFORMS); do \
 		os=$${platform%/*}; arch=$${platform#*/}; \
 		name=usher_$${version}_$${os}_$${arch}; \
-		echo "building dist/$$name"; \
+		echo "building $$dist/$$name"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
-			-ldflags "$(RELEASE_LDFLAGS)" -o dist/$$name/usher ./cmd/usher; \
-		cp README.md dist/$$name/; \
-		tar -C dist -czf dist/$$name.tar.gz $$name; \
+			-ldflags "$(RELEASE_LDFLAGS)" -o "$$dist/$$name/usher" ./cmd/usher; \
+		cp LICENSE README.md CHANGELOG.md "$$dist/$$name/"; \
+		tar -C "$$dist" -czf "$$dist/$$name.tar.gz" $$name; \
 	done; \
-	cd dist; \
+	notes=$${version#v}; case $$notes in *-*) notes=Unreleased;; esac; \
+	awk -v h="## [$$notes]" 'index($$0, "## [") == 1 { p = index($$0, h) == 1; next } /^\[[^]]*\]: / { next } p' CHANGELOG.md > "$$dist/NOTES.md"; \
+	if [ ! -s "$$dist/NOTES.md" ]; then echo "make release: CHANGELOG.md has no section [$$notes] for $$version" >&2; exit 1; fi; \
+	cd "$$dist"; \
 	if command -v sha256sum >/dev/null; then sha256sum *.tar.gz; else shasum -a 256 *.tar.gz; fi > SHA256SUMS; \
 	cat SHA256SUMS
+
+# image builds the container image (the Dockerfile: a static binary on
+# distroless, non-root) as $(IMAGE):$(VERSION) with the first container
+# engine that works: podman, buildah or docker (ENGINE=... to choose). With
+# IMAGE_PLATFORMS (like linux/amd64,linux/arm64) it builds one image per
+# platform under one manifest list; PUSH=1 pushes it (and, for a version
+# tag, $(IMAGE):latest). Without an engine it says so and fails: the
+# binaries of make release need none.
+IMAGE ?= ghcr.io/usherhq/usher
+IMAGE_PLATFORMS ?=
+PUSH ?=
+ENGINE ?= $(shell for e in podman buildah docker; do if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then echo $$e; break; fi; done)
+
+.PHONY: image
+image:
+	@set -e; engine='$(ENGINE)'; image='$(IMAGE)'; version='$(VERSION)'; platforms='$(IMAGE_PLATFORMS)'; push='$(PUSH)'; \
+	if [ -z "$$engine" ]; then \
+		echo "make image: no working container engine (podman, buildah or docker: none is installed, or its daemon or user namespaces are not available here)." >&2; \
+		echo "make image: install podman (or start docker) and run it again; make release builds the binaries without one." >&2; \
+		exit 1; \
+	fi; \
+	case $$version in ''|*[!A-Za-z0-9._+-]*) echo "make image: VERSION must be like v0.1.0, got '$$version'" >&2; exit 1;; esac; \
+	tags="$$image:$$version"; \
+	case $$version in v*-*|*-dirty) ;; v*) tags="$$tags $$image:latest";; esac; \
+	args="--build-arg VERSION=$$version --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE)"; \
+	echo "make image: $$engine building $$tags$${platforms:+ for $$platforms}"; \
+	case $$engine in \
+	docker) \
+		targs=; for t in $$tags; do targs="$$targs -t $$t"; done; \
+		if [ -n "$$push" ]; then out=--push; elif [ -z "$$platforms" ]; then out=--load; else out=; fi; \
+		docker buildx build $${platforms:+--platform $$platforms} $$args $$targs $$out . ;; \
+	podman|buildah) \
+		$$engine rmi -f "$$image:$$version" >/dev/null 2>&1 || true; \
+		$$engine manifest rm "$$image:$$version" >/dev/null 2>&1 || true; \
+		$$engine build $${platforms:+--platform $$platforms} $$args --manifest "$$image:$$version" . ; \
+		for t in $$tags; do [ "$$t" = "$$image:$$version" ] || $$engine tag "$$image:$$version" "$$t"; done; \
+		if [ -n "$$push" ]; then for t in $$tags; do $$engine manifest push --all "$$image:$$version" "docker://$$t"; done; fi ;; \
+	*) echo "make image: unknown ENGINE '$$engine' (podman, buildah or docker)" >&2; exit 1 ;; \
+	esac

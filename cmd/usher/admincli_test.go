@@ -134,8 +134,12 @@ func TestAdminCLI(t *testing.T) {
 	}
 	// Bad input: the API's message, exit 1, nothing changed.
 	code, _, errs := cli(t, adm, "write-secret", "room", "set", "sale", "total_active_users=0")
-	if code != 1 || !strings.Contains(errs, "rooms[0] (sale): total_active_users: required, at least 1") {
+	if code != 1 || !strings.Contains(errs, "rooms[0] (sale): total_active_users: must be at least 1, got 0") {
 		t.Errorf("set total_active_users=0: exit %d, %s", code, errs)
+	}
+	code, _, errs = cli(t, adm, "write-secret", "room", "set", "sale", "total_active_users=-5", "session_duration=soon")
+	if code != 1 || !strings.Contains(errs, "total_active_users: must be at least 1, got -5") || !strings.Contains(errs, `session_duration: must be a duration like "90s" or "5m", got "soon"`) {
+		t.Errorf("set two bad values: exit %d, want both reported: %s", code, errs)
 	}
 	code, _, errs = cli(t, adm, "write-secret", "room", "set", "sale", "total_active_users=lots")
 	if code != 1 || !strings.Contains(errs, `total_active_users: must be an integer, got "lots"`) {

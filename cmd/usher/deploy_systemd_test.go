@@ -121,11 +121,11 @@ func TestDeploySystemdUnit(t *testing.T) {
 		t.Errorf("WorkingDirectory=%q, want /var/lib/%s (relative paths land there)", wd, stateDir)
 	}
 	// The token is a credential: LoadCredential=NAME:PATH is read as
-	// /run/credentials/<unit>/NAME.
+	// $CREDENTIALS_DIRECTORY/NAME (/run/credentials/<unit>/NAME).
 	var creds []string
 	for _, c := range u["Service"]["LoadCredential"] {
 		name, _, _ := strings.Cut(c, ":")
-		creds = append(creds, "/run/credentials/"+unitName+"/"+name)
+		creds = append(creds, "$CREDENTIALS_DIRECTORY/"+name)
 	}
 	if cfg.Admin.Listen == "" || !slices.Contains(creds, cfg.Admin.TokenFile) {
 		t.Errorf("admin.token_file %q is not one of the unit's credentials %q", cfg.Admin.TokenFile, creds)

@@ -341,11 +341,6 @@ func writeNamedFiles(t *testing.T, dir, cfg string) {
 // mdLink matches a relative link of Markdown or an image's src.
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)|src="([^"]+)"`)
 
-// pagesOfOtherBranches are pages the manual links to that other work
-// adds (the generated configuration reference, the installation page):
-// TestDocsLinks accepts them missing until they land.
-var pagesOfOtherBranches = []string{"docs/configuration.md", "docs/install.md"}
-
 // TestDocsLinks checks that every relative link of the README and docs
 // leads to a file or folder of the repository and, into a Markdown page,
 // to a heading it has.
@@ -369,9 +364,7 @@ func TestDocsLinks(t *testing.T) {
 					file = filepath.ToSlash(filepath.Join(filepath.Dir(f), path))
 				}
 				if _, err := os.Stat(filepath.Join(repoRoot, file)); err != nil {
-					if !slices.Contains(pagesOfOtherBranches, file) {
-						t.Errorf("%s:%d: the link %s leads nowhere (%s)", f, i+1, target, file)
-					}
+					t.Errorf("%s:%d: the link %s leads nowhere (%s)", f, i+1, target, file)
 					continue
 				}
 				if anchor == "" || !strings.HasSuffix(file, ".md") {

@@ -238,7 +238,7 @@ func TestAPIBadInput(t *testing.T) {
 		{"wrong type bool", "PATCH", room, writeToken, "tag", "", `{"queue_all": "on"}`, 400, "invalid", "queue_all",
 			`rooms[0] (sale): queue_all: must be true or false, got "on"`},
 		{"limit zero", "PATCH", room, writeToken, "tag", "", `{"total_active_users": 0}`, 422, "invalid", "total_active_users",
-			`rooms[0] (sale): total_active_users: required, at least 1`},
+			`rooms[0] (sale): total_active_users: must be at least 1, got 0`},
 		{"limit negative", "PATCH", room, writeToken, "tag", "", `{"new_users_per_minute": -1}`, 422, "invalid", "new_users_per_minute",
 			`rooms[0] (sale): new_users_per_minute: must be at least 1, got -1`},
 		{"duration without unit", "PATCH", room, writeToken, "tag", "", `{"session_duration": 300}`, 400, "invalid", "session_duration",

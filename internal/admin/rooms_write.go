@@ -65,20 +65,25 @@ func (h *Handler) servePatchRoom(w http.ResponseWriter, r *http.Request) {
 		edit: func(rm *usher.Room, ref string, ov config.RoomOverrides, now time.Time, by string) (config.RoomOverrides, any, *apiError) {
 			enc := st.encode(rm)
 			before := make(map[string]any)
+			var errs []*apiError
 			for _, key := range body.keys {
 				raw := body.fields[key]
-				if aerr := patchable(ref, id, key); aerr != nil {
-					return nil, nil, aerr
+				if aerr := patchable(ref, id, key); aerr != nil && !valueProblem(key, raw) {
+					errs = append(errs, aerr)
+					continue
 				}
 				if key == "webhooks" && !isNull(raw) {
+					var aerr *apiError
 					if raw, aerr = keepSecrets(ref, raw, st.cfg.RoomWebhooks(id)); aerr != nil {
-						return nil, nil, aerr
+						errs = append(errs, aerr)
+						continue
 					}
 				}
 				before[key] = enc[key]
 				parts, aerr := splitField(ref, key, raw)
 				if aerr != nil {
-					return nil, nil, aerr
+					errs = append(errs, aerr)
+					continue
 				}
 				for _, name := range slices.Sorted(maps.Keys(parts)) {
 					if v := parts[name]; isNull(v) {
@@ -87,6 +92,9 @@ func (h *Handler) servePatchRoom(w http.ResponseWriter, r *http.Request) {
 						setOverride(ov, name, v, now, by)
 					}
 				}
+			}
+			if len(errs) > 0 {
+				return nil, nil, joinErrors(errs)
 			}
 			return ov, before, nil
 		},
@@ -100,6 +108,34 @@ func (h *Handler) servePatchRoom(w http.ResponseWriter, r *http.Request) {
 		},
 		answer: answerRoom(id),
 	})
+}
+
+// valueProblem reports whether a field patchable refuses is better left
+// to WithRuntime, which reports it with every other problem of the
+// request: an unknown field or the id, set to a value (null for them
+// would change nothing, and is refused here).
+func valueProblem(key string, raw json.RawMessage) bool {
+	if isNull(raw) || key == "events" || key == "rules" || strings.Contains(key, ".") {
+		return false
+	}
+	ok, _ := config.OverridableField(key)
+	return !ok
+}
+
+// joinErrors returns one answer for the problems of several fields of a
+// request: 400, every problem listed.
+func joinErrors(errs []*apiError) *apiError {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	e := &apiError{status: http.StatusBadRequest, code: usher.EInvalid, field: errs[0].field}
+	msgs := make([]string, 0, len(errs))
+	for _, x := range errs {
+		e.problems = append(e.problems, ProblemJSON{Field: x.field, Message: x.message})
+		msgs = append(msgs, x.message)
+	}
+	e.message = strings.Join(msgs, "; ")
+	return e
 }
 
 // patchable checks that a PATCH of a room may name key.

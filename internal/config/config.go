@@ -69,6 +69,17 @@ type Config struct {
 	Webhooks []Webhook
 
 	dir string // the config file's directory, absolute, when Load read it
+	// written holds the line of each field path the file (or a runtime
+	// override) writes, "rooms[0].total_active_users": a field written
+	// as 0 is told from one left out. Nil for a Config built in code.
+	written map[string]int
+}
+
+// wrote reports whether the file (or a runtime override) writes the field
+// at path.
+func (c *Config) wrote(path string) bool {
+	_, ok := c.written[path]
+	return ok
 }
 
 // Admin is the private admin listener: API, dashboard and metrics.
@@ -80,8 +91,10 @@ type Admin struct {
 	// or in TokenFile, when Listen is set. See BearerToken.
 	Token string
 	// TokenFile is a file holding the token (surrounding white space is
-	// ignored), relative to the config file's directory. Load reads it;
-	// Parse does not. Set Token or TokenFile, not both.
+	// ignored), relative to the config file's directory; a path starting
+	// $CREDENTIALS_DIRECTORY/ is in the directory of systemd's credentials
+	// (LoadCredential), as that variable names it. Load reads it; Parse
+	// does not. Set Token or TokenFile, not both.
 	TokenFile string
 	// Tokens are more bearer tokens, each with a name (the audit log
 	// records which token made a change) and a role: read (GET only) or

@@ -19,11 +19,17 @@ import (
 // its line and path) for every value it cannot take and the line of every
 // field it sees.
 type decoder struct {
-	problems report
-	lines    map[string]int
-	nodes    int  // values decoded so far (aliases count each time)
-	tooBig   bool // maxNodes was passed: stop decoding
-	runtime  bool // decoding runtime overrides, not the file
+	problems  report
+	soft      map[int]bool    // indexes in problems of unknown or repeated keys: no value failed there
+	misspelt  map[string]bool // the paths of the fields unknown keys are likely misspellings of
+	suggested int             // unknown keys a field was looked for
+	lines     map[string]int
+	nodes     int  // values decoded so far (aliases count each time)
+	tooBig    bool // maxNodes was passed: stop decoding
+	runtime   bool // decoding runtime overrides, not the file
+	// schema, when not nil, records the fields of every mapping decoded,
+	// by path (see Schema).
+	schema map[string]map[string]field
 }
 
 // maxNodes bounds the values a document may expand to: aliases repeat
@@ -43,6 +49,54 @@ func (d *decoder) budget(n *yaml.Node, at loc, count int) bool {
 		return false
 	}
 	return true
+}
+
+// softProblem records a problem with a key rather than a value (an
+// unknown or repeated key): the mapping it is in still decoded, so the
+// checks of its other fields still run.
+func (d *decoder) softProblem(line int, at loc, format string, args ...any) {
+	if d.soft == nil {
+		d.soft = make(map[int]bool)
+	}
+	d.soft[len(d.problems)] = true
+	d.problems.add(line, at, format, args...)
+}
+
+// unknown records an unknown key k of the mapping at at, suggesting the
+// field it is likely a misspelling of. That field then counts as failed:
+// it is left out because of the misspelling, and "required" there would
+// be noise.
+func (d *decoder) unknown(k *yaml.Node, at loc, fields map[string]field) {
+	best := ""
+	if d.suggested < MaxProblems { // past it, the problems are not shown
+		d.suggested++
+		best = suggest(k.Value, fields)
+	}
+	if best == "" {
+		d.softProblem(k.Line, at, "unknown field %q", k.Value)
+		return
+	}
+	d.softProblem(k.Line, at, "unknown field %q (did you mean %q?)", k.Value, best)
+	if d.misspelt == nil {
+		d.misspelt = make(map[string]bool)
+	}
+	d.misspelt[at.field(best).path] = true
+}
+
+// failed returns the paths of the values that did not decode: each was
+// left as it was before (its default, or zero), so Validate's problems
+// at them, inside them, or naming them beside them are noise.
+func (d *decoder) failed() map[string]bool {
+	out := make(map[string]bool)
+	for path := range d.misspelt {
+		out[path] = true
+	}
+	for i, p := range d.problems {
+		if !d.soft[i] {
+			out[p.Path] = true
+		}
+	}
+	return out
 }
 
 // field decodes the value of one field at its place.
@@ -148,17 +202,20 @@ func (d *decoder) mapping(n *yaml.Node, at loc, fields map[string]field) {
 	if !d.budget(n, at, len(n.Content)/2) {
 		return
 	}
+	if d.schema != nil {
+		d.schema[at.path] = fields
+	}
 	seen := make(map[string]int)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
 		if first, dup := seen[k.Value]; dup {
-			d.problems.add(k.Line, at, "field %q is set twice (first on line %d)", k.Value, first)
+			d.softProblem(k.Line, at, "field %q is set twice (first on line %d)", k.Value, first)
 			continue
 		}
 		seen[k.Value] = k.Line
 		f, ok := fields[k.Value]
 		if !ok {
-			d.problems.add(k.Line, at, "unknown field %q", k.Value)
+			d.unknown(k, at, fields)
 			continue
 		}
 		fat := at.field(k.Value)
@@ -351,7 +408,7 @@ func (d *decoder) ipLists(dst *map[string][]string) field {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], resolve(n.Content[i+1])
 			if first, dup := seen[k.Value]; dup {
-				d.problems.add(k.Line, at, "list %q is set twice (first on line %d)", k.Value, first)
+				d.softProblem(k.Line, at, "list %q is set twice (first on line %d)", k.Value, first)
 				continue
 			}
 			seen[k.Value] = k.Line

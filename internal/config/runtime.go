@@ -154,9 +154,11 @@ func OverridableField(name string) (bool, string) {
 // validated as Load validates a file (custom pages the overrides name are
 // read relative to the config file's directory, when Load read c). c does
 // not change. The error is a *ValidationError whose problems name the
-// room and field as for the file, without lines; its Decoding is set when
-// the problems are with the values' form (an unknown field, a value of
-// the wrong type). Overrides of rooms c does not have are left out.
+// room and field as for the file, without lines: every problem of every
+// override at once, those with the values' form (an unknown field, a
+// value of the wrong type) and those Validate finds, as Parse reports a
+// file's; its Decoding is set when any problem is with the values' form.
+// Overrides of rooms c does not have are left out.
 func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 	out := *c
 	out.Rooms = slices.Clone(c.Rooms)
@@ -164,6 +166,11 @@ func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 		return &out, nil
 	}
 	var decoding, pages report
+	failed := make(map[string]bool)
+	out.written = maps.Clone(c.written)
+	if out.written == nil {
+		out.written = make(map[string]int)
+	}
 	for i := range out.Rooms {
 		rm := &out.Rooms[i]
 		ov := rt.Rooms[rm.ID]
@@ -172,10 +179,7 @@ func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 		}
 		at := roomLoc(i, rm.ID)
 		node, r := ov.node(at)
-		if len(r) > 0 {
-			decoding = append(decoding, r...)
-			continue
-		}
+		decoding = append(decoding, r...)
 		rm.Routes, rm.Events, rm.Rules = slices.Clone(rm.Routes), slices.Clone(rm.Events), slices.Clone(rm.Rules)
 		d := &decoder{lines: make(map[string]int), runtime: true}
 		fields := d.roomFields(rm)
@@ -186,6 +190,15 @@ func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 		}
 		d.mapping(node, at, fields)
 		decoding = append(decoding, d.problems...)
+		maps.Copy(failed, d.failed())
+		for _, p := range r {
+			if p.Path != at.path { // not an unknown field
+				failed[p.Path] = true
+			}
+		}
+		for path := range d.lines {
+			out.written[path] = 0
+		}
 		if setHooks {
 			out.Webhooks = replaceWebhooks(out.Webhooks, i, rm.ID, hooks)
 		}
@@ -205,12 +218,9 @@ func (c *Config) WithRuntime(rt *Runtime) (*Config, error) {
 			}
 		}
 	}
-	if err := decoding.err(); err != nil {
-		err.(*ValidationError).Decoding = true
-		return nil, err
-	}
 	out.applyDefaults()
-	if err := out.validate(pages, nil); err != nil {
+	if err := out.validate(append(decoding, pages...), failed, nil); err != nil {
+		err.(*ValidationError).Decoding = len(decoding) > 0
 		return nil, err
 	}
 	out.sortEvents()

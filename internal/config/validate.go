@@ -73,7 +73,7 @@ func (c *Config) Validate() error {
 	for i := range c.Rooms {
 		rm := &c.Rooms[i]
 		at := roomLoc(i, rm.ID)
-		checkRoom(&r, rm, at, c.Origin != "")
+		checkRoom(&r, rm, at, c.Origin != "", c.wrote)
 		checkEvents(&r, rm, at)
 		checkRules(&r, rm, at, lists)
 		if first, dup := ids[rm.ID]; dup && rm.ID != "" {
@@ -168,8 +168,9 @@ func checkText(r *report, at loc, s string) {
 }
 
 // checkRoom checks one room's own fields. hasOrigin reports whether the
-// config has a top-level origin for the room to fall back on.
-func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
+// config has a top-level origin for the room to fall back on; wrote
+// whether the file writes the field at a path.
+func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool, wrote func(path string) bool) {
 	checkText(r, at.field("name"), rm.Name)
 	for name, n := range map[string]int{"routes": len(rm.Routes), "events": len(rm.Events), "rules": len(rm.Rules)} {
 		if n > maxPerRoom {
@@ -211,13 +212,15 @@ func checkRoom(r *report, rm *usher.Room, at loc, hasOrigin bool) {
 		checkCookieDomain(r, rm, at)
 	}
 	checkBinding(r, &rm.TicketBinding, at.field("ticket_binding"))
-	checkSettings(r, &rm.Settings, at)
+	checkSettings(r, &rm.Settings, at, wrote)
 }
 
-// checkSettings checks a room's settings.
-func checkSettings(r *report, s *usher.Settings, at loc) {
+// checkSettings checks a room's settings. A limit left out is "required";
+// one written as 0 is out of its range like any other number (wrote says
+// whether the file writes the field at a path).
+func checkSettings(r *report, s *usher.Settings, at loc, wrote func(path string) bool) {
 	atLeast := func(name string, v, min int) {
-		if v == 0 {
+		if v == 0 && !wrote(at.field(name).path) {
 			r.add(0, at.field(name), "required, at least %d", min)
 			return
 		}
