@@ -164,16 +164,17 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		// the rate window when that is 60 s old (scripts/common.lua).
 		itoa(op.Now.Add(time.Millisecond-1).UnixMilli()))
 	if c := op.Client; c.PerMinute > 0 && c.Key != 0 {
-		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
+		args = append(args, itoa(int64(c.PerMinute)), flag(c.Refuse), itoa(c.Back), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell),
+			flag(op.Unproven))
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
 	} else {
-		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell), flag(op.Unproven))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [15]int64
+	var v [16]int64
 	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
@@ -185,6 +186,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		TookOver:   v[14] == 1,
 		Record:     record(v[9], v[10], v[11], v[13]),
 		OverClient: v[12] == 1,
+		Unproven:   v[15] == 1,
 		RoomStats: usher.RoomStats{
 			Active:             v[2],
 			Waiting:            v[3],
@@ -211,8 +213,8 @@ func record(at, cell, admitted, from int64) usher.Record {
 func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(make([]string, 0, 6), rk[:5]...), visitorKey(vp, op.Visitor))
-	args := writeArgs(make([]string, 0, 10), op.Now, known, &s.opts)
-	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
+	args := writeArgs(make([]string, 0, 12), op.Now, known, &s.opts)
+	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End), flag(op.Lapsed))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if !op.By.IsZero() {
