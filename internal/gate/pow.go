@@ -33,57 +33,68 @@ func powPrefix(ip netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 }
 
-// proof checks the proof of work of a visitor without a ticket in a room
-// that asks for one. It returns nil when the visitor may go on to the
-// decision (no challenge is due, or it brought a good solution, which is
-// then spent), else the challenge to answer with.
-func (g *Gate) proof(r *http.Request, m *Match, sched *usher.Schedule) (*guard.Challenge, error) {
-	pow := sched.ProofOfWork
-	if pow.Difficulty == 0 || g.pow == nil {
-		return nil, nil
+// proof is what the engine needs of r's proof of work (usher.Proof): On
+// when the gate can issue challenges, and, when r carries a solution,
+// the function that verifies and spends it. The engine asks for it only
+// when the decision is about to make a new visitor, whatever made it new
+// (no ticket, a ticket whose session ended, a waiting ticket given up, a
+// ticket that did not open), and, unless the room asks it of every new
+// visitor, only when that visitor would not go in at once (decided in the
+// store's atomic step, never from a status read earlier).
+func (g *Gate) proof(r *http.Request, m *Match) usher.Proof {
+	if g.pow == nil {
+		return usher.Proof{}
 	}
-	if !pow.Always && !g.queueing(r, m, sched) {
-		return nil, nil
+	c, n, ok := solution(r, m.Room)
+	if !ok {
+		return usher.Proof{On: true}
 	}
-	prefix := powPrefix(m.ClientIP)
-	if c, n, ok := solution(r, m.Room); ok {
-		solved, err := g.pow.Verify(c, n, m.Room.ID, prefix, pow.Difficulty, m.At)
-		if err == nil {
-			var fresh bool
-			fresh, err = g.spent.Spend(r.Context(), m.Room.ID, solved.ID, solved.Until)
-			if err == nil && fresh {
-				m.Solved = true
-				return nil, nil
-			}
-			if err == nil {
-				err = errSpent
-			}
+	return usher.Proof{On: true, Spend: func(ctx context.Context) (bool, error) {
+		return g.spend(ctx, r, m, c, n), nil
+	}}
+}
+
+// spend verifies the solution challenge.n that r brought and spends it,
+// and reports whether it was good and fresh (m.Solved is then set, so
+// that its cookie is cleared). A solution that does not verify, is spent
+// already, or cannot be spent (the set refuses or cannot be reached) earns
+// nothing: the visitor is challenged again (fail closed).
+func (g *Gate) spend(ctx context.Context, r *http.Request, m *Match, c, n string) bool {
+	pow := m.Room.At(m.At).ProofOfWork
+	solved, err := g.pow.Verify(c, n, m.Room.ID, powPrefix(m.ClientIP), pow.Difficulty, m.At)
+	if err == nil {
+		var fresh bool
+		fresh, err = g.spent.Spend(ctx, m.Room.ID, solved.ID, solved.Until)
+		if err == nil && fresh {
+			m.Solved = true
+			return true
 		}
-		g.log.LogAttrs(r.Context(), slog.LevelDebug, "proof of work refused",
-			slog.String("request_id", server.RequestIDFrom(r.Context())),
-			slog.String("room", m.Room.ID), slog.Any("error", err))
+		if err == nil {
+			err = errSpent
+		}
 	}
-	ch, err := g.pow.Issue(m.Room.ID, prefix, pow.Difficulty, m.At)
-	if err != nil {
-		return nil, err
-	}
-	return &ch, nil
+	g.log.LogAttrs(ctx, slog.LevelDebug, "proof of work refused",
+		slog.String("request_id", server.RequestIDFrom(r.Context())),
+		slog.String("room", m.Room.ID), slog.Any("error", err))
+	return false
 }
 
 // errSpent is why a solution already used is refused.
 var errSpent = errors.New("proof of work: solution already used")
 
-// queueing reports whether the room queues now: a pre-queue, queue_all,
-// someone waiting or no slot free (from the room's status, at most
-// StatusTTL old). A room whose status cannot be read is taken to queue.
-func (g *Gate) queueing(r *http.Request, m *Match, sched *usher.Schedule) bool {
-	if sched.Phase == usher.Prequeue || sched.QueueAll {
-		return true
+// challengeFor fills in d, a decision with Outcome Challenge, with a new
+// challenge for the client of m, at the difficulty in force.
+func (g *Gate) challengeFor(m *Match, d *usher.Decision) error {
+	if g.pow == nil {
+		return errors.New("proof of work asked, but the gate issues no challenges")
 	}
-	st, err := g.status.get(m.Room, m.At, func() (usher.RoomStats, error) {
-		return g.decider.Status(context.WithoutCancel(r.Context()), m.Room, m.At)
-	})
-	return err != nil || st.Waiting > 0 || st.Slots <= 0
+	ch, err := g.pow.Issue(m.Room.ID, powPrefix(m.ClientIP), d.Settings.ProofOfWork.Difficulty, m.At)
+	if err != nil {
+		return err
+	}
+	d.Challenge, d.Difficulty, d.ChallengeExpires = ch.Value, ch.Difficulty, ch.Expires
+	d.RefreshAfter = time.Second
+	return nil
 }
 
 // solution returns the proof-of-work solution r carries for room: the
@@ -128,11 +139,4 @@ func (g *Gate) challenge(w http.ResponseWriter, r *http.Request, m Match, d ushe
 	pd := pageData(r, m, d)
 	pd.Challenge, pd.Difficulty, pd.ChallengeCookie = d.Challenge, d.Difficulty, PoWCookie(m.Room)
 	g.writePage(w, r, status, web.PageChallenge, pd)
-}
-
-// challengeDecision is the decision that answers with ch.
-func challengeDecision(sched *usher.Schedule, ch *guard.Challenge) usher.Decision {
-	return usher.Decision{Outcome: usher.Challenge, Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event,
-		QueueAll: sched.QueueAll, Challenge: ch.Value, Difficulty: ch.Difficulty, ChallengeExpires: ch.Expires,
-		RefreshAfter: time.Second}
 }
