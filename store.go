@@ -231,7 +231,7 @@ type AdmitOp struct {
 	TakeOverCell int64
 	// Unproven marks a new visitor (no ticket) that brought no proof of
 	// work to a room that asks for one: it may only be admitted at once
-	// into a free slot. When it would not be admitted, the store counts
+	// into a free slot (Force too admits it only into one). When it would not be admitted, the store counts
 	// nothing and remembers nothing (no waiting count, no record, nothing
 	// against its client's limit) and answers AdmitResult.Unproven: the
 	// caller asks for the proof instead of a place. So the choice between

@@ -429,7 +429,9 @@ func (r *room) admits(op *usher.AdmitOp, res *usher.AdmitResult, st usher.RoomSt
 	case res.OverClient:
 		return false
 	case op.Force:
-		return true
+		// Past the limits (passthrough), but an unproven visitor only into
+		// a free slot.
+		return !op.Unproven || st.Slots > 0
 	case op.NoAdmit || st.Slots <= 0:
 		return false
 	case op.Joining:

@@ -130,7 +130,7 @@ func testUnprovenFree(t *testing.T, s usher.Store) {
 }
 
 // testUnprovenWaits: a new visitor without a proof that would wait (no
-// slot, queue_all, over its client's limit) is
+// slot, queue_all, passthrough past the limits, over its client's limit) is
 // not counted, not remembered, not counted against its client.
 func testUnprovenWaits(t *testing.T, s usher.Store) {
 	mustAdmit(t, s, "r", op(T0, 1, 100)) // the room is full
@@ -140,6 +140,7 @@ func testUnprovenWaits(t *testing.T, s usher.Store) {
 	}{
 		{"full", func(*usher.AdmitOp) {}},
 		{"no admit", func(o *usher.AdmitOp) { o.TotalActiveUsers, o.NoAdmit = 10, true }},
+		{"force past the limits", func(o *usher.AdmitOp) { o.Force = true }},
 		{"client limit", func(o *usher.AdmitOp) { o.Client = usher.ClientOp{Key: 77, PerMinute: 1, Back: T0.Unix() + 86400} }},
 	}
 	for _, tc := range cases {

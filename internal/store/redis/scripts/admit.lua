@@ -147,7 +147,9 @@ local admitted = false
 if over then
   admitted = false
 elseif force then
-  admitted = true
+  -- Past the limits (passthrough), but an unproven visitor only into a
+  -- free slot.
+  admitted = (not unproven) or free > 0
 elseif noAdmit or free <= 0 then
   admitted = false
 elseif joining then
