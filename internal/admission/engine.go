@@ -421,13 +421,13 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		}
 	}
 	if !e.brk.allow(now) {
-		return e.failDecision(room.ID, base, tk, fresh, s, now), nil
+		return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 	}
 	res, err := e.store.Admit(ctx, room.ID, op)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(room.ID, base, tk, fresh, s, now), nil
+			return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 		}
 		return usher.Decision{}, err
 	}

@@ -26,6 +26,22 @@ func (e *Engine) prove(ctx context.Context, room string, p *usher.Proof) (bool, 
 	return ok, nil
 }
 
+// failUnproven is the fail mode's decision for a visitor the store could
+// not decide on: failDecision, except that a new visitor without a proof
+// of work in a fail-closed room is asked for one. The waiting ticket the
+// fail mode would give it carries its arrival and would hold a place
+// once the store is back, unpaid for. (With fail_open the fail mode
+// admits new visitors uncounted, proof or not: that is its choice.)
+func (e *Engine) failUnproven(room string, d usher.Decision, tk usher.Ticket, fresh, unproven bool, s *usher.Settings, now time.Time) usher.Decision {
+	if unproven && !e.opts.FailOpen {
+		e.brk.failModeDecisions.Add(1)
+		d.Degraded = true
+		d.Outcome = usher.Challenge
+		return d
+	}
+	return e.failDecision(room, d, tk, fresh, s, now)
+}
+
 // EndedWindow is how long after a session's end a request with its ticket
 // still tells of the end (Decision.SessionEnded, the Ended observation):
 // the store remembers that the end was told for as long, so that it is

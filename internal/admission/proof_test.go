@@ -247,3 +247,30 @@ func TestRevokeOnce(t *testing.T) {
 		t.Fatalf("active = %d, want the other session's 1", s.Active)
 	}
 }
+
+// TestProofAskedWhileTheStoreIsDown: with the store down and fail_mode
+// closed, a new visitor without a proof is challenged rather than given
+// the fail mode's waiting ticket (which would hold its arrival, unpaid,
+// once the store is back); with fail_mode open it is admitted uncounted,
+// as every new visitor is.
+func TestProofAskedWhileTheStoreIsDown(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		e, f := newFlaky(t, open)
+		room := powRoom(1, false)
+		f.down = true
+		d := visit(t, e, &room, nil, t0, nil)
+		want := usher.Challenge
+		if open {
+			want = usher.Admit
+		}
+		if d.Outcome != want || !d.Degraded {
+			t.Errorf("fail open %v, store down, no proof: %v (degraded %v), want %v", open, d.Outcome, d.Degraded, want)
+		}
+		if !open && d.TicketChanged {
+			t.Error("fail closed: a challenged visitor got a ticket")
+		}
+		if d := visit(t, e, &room, nil, t0, &solver{solved: true}); d.Outcome != usher.Wait && d.Outcome != usher.Admit {
+			t.Errorf("fail open %v, store down, a good proof: %v, want the fail mode's decision", open, d.Outcome)
+		}
+	}
+}
