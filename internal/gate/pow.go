@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -103,10 +104,25 @@ func solution(r *http.Request, room *usher.Room) (challenge, n string, ok bool) 
 	if v := r.Header.Get(guard.Header); v != "" {
 		return guard.SplitSolution(v)
 	}
+	if !mayHaveCookie(r, guard.Cookie) {
+		// Most requests (every admitted visitor's) carry no solution: no
+		// cookie parse, no allocation.
+		return "", "", false
+	}
 	if c, err := r.Cookie(PoWCookie(room)); err == nil {
 		return guard.SplitSolution(c.Value)
 	}
 	return "", "", false
+}
+
+// mayHaveCookie reports whether r's Cookie headers mention name at all.
+func mayHaveCookie(r *http.Request, name string) bool {
+	for _, h := range r.Header["Cookie"] {
+		if strings.Contains(h, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // clearSolution drops a spent solution's cookie from the browser.
