@@ -274,3 +274,68 @@ func TestProofAskedWhileTheStoreIsDown(t *testing.T) {
 		}
 	}
 }
+
+// TestProofPaysForEveryPlace is a property test: visitors without
+// tickets, with waiting or admitted tickets of any age, revoked or not,
+// with a good solution, a spent one or none, in random order over
+// simulated minutes. Whenever a decision makes a new visitor that waits,
+// that decision spent a good solution; a challenge changes no count; no
+// decision spends twice, and a waiter's or a live session's own request
+// never spends.
+func TestProofPaysForEveryPlace(t *testing.T) {
+	for seed := range uint64(5) {
+		e := New(memStore(t), Options{Rand: newRand(seed + 10)})
+		room := powRoom(3, false)
+		rng := newRand(seed)
+		known := map[[8]byte]bool{}
+		var tickets []usher.Ticket
+		now := t0
+		for step := range 400 {
+			now = now.Add(time.Duration(rng()%3000) * time.Millisecond)
+			var tk *usher.Ticket
+			if len(tickets) > 0 && rng()%3 != 0 {
+				c := tickets[rng()%uint64(len(tickets))]
+				tk = &c
+			}
+			if tk != nil && tk.State == usher.Admitted && rng()%10 == 0 {
+				if _, err := e.Revoke(context.Background(), &room, tk.VisitorID, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var s *solver
+			switch rng() % 3 {
+			case 1:
+				s = &solver{solved: true}
+			case 2:
+				s = &solver{solved: false}
+			}
+			before := mustStats(t, e, &room, now)
+			d := visit(t, e, &room, tk, now, s)
+			spends := int64(0)
+			if s != nil {
+				spends = s.spends.Load()
+			}
+			if spends > 1 {
+				t.Fatalf("seed %d step %d: %d spends in one decision", seed, step, spends)
+			}
+			keeps := tk != nil && d.Ticket.VisitorID == tk.VisitorID && d.Outcome != usher.Challenge
+			if keeps && spends != 0 {
+				t.Fatalf("seed %d step %d: a visitor that kept its ticket spent a solution (%v)", seed, step, d.Outcome)
+			}
+			switch {
+			case d.Outcome == usher.Challenge:
+				if after := mustStats(t, e, &room, now); after.Waiting != before.Waiting || after.Active != before.Active {
+					t.Fatalf("seed %d step %d: a challenge changed the counts: %+v -> %+v", seed, step, before, after)
+				}
+			case d.TicketChanged && !known[d.Ticket.VisitorID]:
+				known[d.Ticket.VisitorID] = true
+				if d.Outcome == usher.Wait && (s == nil || !s.solved || spends != 1) {
+					t.Fatalf("seed %d step %d: a new visitor got a place in line without paying", seed, step)
+				}
+			}
+			if d.TicketChanged {
+				tickets = append(tickets, d.Ticket)
+			}
+		}
+	}
+}
