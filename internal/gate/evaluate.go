@@ -119,7 +119,10 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 		m.At = g.hold(r.Context(), m.Room, t, m.At)
 	}
 	start := time.Now()
-	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP, Proof: g.proof(r, m)})
+	proof, sp := g.proof(r, m)
+	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP, Proof: proof})
+	// A solution spent is cleared from the browser, whatever came of it.
+	m.Solved = sp != nil && sp.spent
 	if err != nil {
 		return d, &decideError{op: "decide", room: m.Room.ID, err: err}
 	}

@@ -36,48 +36,62 @@ func powPrefix(ip netip.Addr) netip.Prefix {
 
 // proof is what the engine needs of r's proof of work (usher.Proof): On
 // when the gate can issue challenges, and, when r carries a solution,
-// the function that verifies and spends it. The engine asks for it only
+// the function that verifies and spends it (the *spending then reports
+// whether it did; nil when r carries none). The engine asks for it only
 // when the decision is about to make a new visitor, whatever made it new
 // (no ticket, a ticket whose session ended, a waiting ticket given up, a
 // ticket that did not open), and, unless the room asks it of every new
 // visitor, only when that visitor would not go in at once (decided in the
 // store's atomic step, never from a status read earlier).
-func (g *Gate) proof(r *http.Request, m *Match) usher.Proof {
+func (g *Gate) proof(r *http.Request, m *Match) (usher.Proof, *spending) {
 	if g.pow == nil {
-		return usher.Proof{}
+		return usher.Proof{}, nil
 	}
 	c, n, ok := solution(r, m.Room)
 	if !ok {
-		return usher.Proof{On: true}
+		return usher.Proof{On: true}, nil
 	}
-	return usher.Proof{On: true, Spend: func(ctx context.Context) (bool, error) {
-		return g.spend(ctx, r, m, c, n), nil
-	}}
+	// Only what the spend needs, copied: m itself stays on the stack of
+	// every request that brings no solution.
+	sp := &spending{g: g, r: r, room: m.Room, at: m.At, ip: m.ClientIP, c: c, n: n}
+	return usher.Proof{On: true, Spend: sp.spend}, sp
 }
 
-// spend verifies the solution challenge.n that r brought and spends it,
-// and reports whether it was good and fresh (m.Solved is then set, so
-// that its cookie is cleared). A solution that does not verify, is spent
-// already, or cannot be spent (the set refuses or cannot be reached) earns
-// nothing: the visitor is challenged again (fail closed).
-func (g *Gate) spend(ctx context.Context, r *http.Request, m *Match, c, n string) bool {
-	pow := m.Room.At(m.At).ProofOfWork
-	solved, err := g.pow.Verify(c, n, m.Room.ID, powPrefix(m.ClientIP), pow.Difficulty, m.At)
+// spending is a solution a request brought, to be spent if the decision
+// asks for it.
+type spending struct {
+	g     *Gate
+	r     *http.Request
+	room  *usher.Room
+	at    time.Time
+	ip    netip.Addr
+	c, n  string
+	spent bool // the decision spent it (good and fresh)
+}
+
+// spend verifies the solution and spends it, and reports whether it was
+// good and fresh. A solution that does not verify, is spent already, or
+// cannot be spent (the set refuses or cannot be reached) earns nothing:
+// the visitor is decided as one without a solution (fail closed).
+func (sp *spending) spend(ctx context.Context) (bool, error) {
+	g := sp.g
+	pow := sp.room.At(sp.at).ProofOfWork
+	solved, err := g.pow.Verify(sp.c, sp.n, sp.room.ID, powPrefix(sp.ip), pow.Difficulty, sp.at)
 	if err == nil {
 		var fresh bool
-		fresh, err = g.spent.Spend(ctx, m.Room.ID, solved.ID, solved.Until)
+		fresh, err = g.spent.Spend(ctx, sp.room.ID, solved.ID, solved.Until)
 		if err == nil && fresh {
-			m.Solved = true
-			return true
+			sp.spent = true
+			return true, nil
 		}
 		if err == nil {
 			err = errSpent
 		}
 	}
 	g.log.LogAttrs(ctx, slog.LevelDebug, "proof of work refused",
-		slog.String("request_id", server.RequestIDFrom(r.Context())),
-		slog.String("room", m.Room.ID), slog.Any("error", err))
-	return false
+		slog.String("request_id", server.RequestIDFrom(sp.r.Context())),
+		slog.String("room", sp.room.ID), slog.Any("error", err))
+	return false, nil
 }
 
 // errSpent is why a solution already used is refused.
