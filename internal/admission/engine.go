@@ -267,22 +267,26 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// that hangs up must neither cut a decision in half nor count as a
 	// store failure. The store bounds every call with its own timeout.
 	ctx = context.WithoutCancel(ctx)
-	if t := v.Ticket; t != nil && t.State == usher.Admitted {
-		if ses := room.Session(t, v.Now); !ses.Valid {
-			// A session that has ended: the visitor is a new one, and the
-			// end is told once (the store says which request is first).
-			ended := e.lapse(ctx, room, t, ses, v.Now)
-			v.Ticket = nil
-			d, err := e.decide(ctx, room, v)
-			d.SessionEnded = ended && err == nil
-			return d, err
-		}
+	t := v.Ticket
+	if t == nil || t.State != usher.Admitted {
+		return e.decide(ctx, room, v, usher.Session{})
 	}
-	return e.decide(ctx, room, v)
+	ses := room.Session(t, v.Now)
+	if ses.Valid {
+		return e.decide(ctx, room, v, ses)
+	}
+	// A session that has ended: the visitor is a new one, and the end is
+	// told once (the store says which request is first).
+	ended := e.lapse(ctx, room, t, ses, v.Now)
+	v.Ticket = nil
+	d, err := e.decide(ctx, room, v, usher.Session{})
+	d.SessionEnded = ended && err == nil
+	return d, err
 }
 
-// decide is Decide, once a ticket whose session ended has been told.
-func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit) (usher.Decision, error) {
+// decide is Decide, once a ticket whose session ended has been told; ses
+// is the session of an admitted ticket (room.Session, read once).
+func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, ses usher.Session) (usher.Decision, error) {
 	now := v.Now
 	sched := e.schedule(room, now)
 	s := &sched.Settings
@@ -293,7 +297,6 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	t := v.Ticket
 	if t != nil && t.State == usher.Admitted {
-		ses := room.Session(t, now)
 		if ses.Valid && !e.revoked.has(t.VisitorID, now) {
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				if d, ok = e.renewServed(ctx, room, d, now); ok {
