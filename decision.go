@@ -90,7 +90,9 @@ type Decision struct {
 	// nothing was counted.
 	Replay bool
 	// Challenge, Difficulty and ChallengeExpires are the proof-of-work
-	// challenge of Outcome Challenge.
+	// challenge of Outcome Challenge. The engine decides the outcome (a
+	// new visitor must pay first: Visit.Proof) and leaves them empty; the
+	// gate, which holds the keys, fills them in.
 	Challenge        string
 	Difficulty       int
 	ChallengeExpires time.Time
