@@ -1,6 +1,7 @@
 package usher
 
 import (
+	"context"
 	"net/netip"
 	"time"
 )
@@ -51,6 +52,12 @@ type Decision struct {
 	TicketChanged bool
 	// NewlyAdmitted reports whether this decision admitted the visitor.
 	NewlyAdmitted bool
+	// SessionEnded reports that the visitor brought the ticket of a
+	// session that had ended, and that this decision is the one that told
+	// the store so: true once per session, however many requests (on
+	// however many nodes) bring its ticket, and never for a session that
+	// was revoked (its end was told by the revocation).
+	SessionEnded bool
 	// Position is 1 + the live waiters ahead (0 unless waiting).
 	Position int64
 	// WaitKnown reports whether EstimatedWait means anything.
@@ -83,7 +90,9 @@ type Decision struct {
 	// nothing was counted.
 	Replay bool
 	// Challenge, Difficulty and ChallengeExpires are the proof-of-work
-	// challenge of Outcome Challenge.
+	// challenge of Outcome Challenge. The engine decides the outcome (a
+	// new visitor must pay first: Visit.Proof) and leaves them empty; the
+	// gate, which holds the keys, fills them in.
 	Challenge        string
 	Difficulty       int
 	ChallengeExpires time.Time
@@ -106,6 +115,28 @@ type Visit struct {
 	// Invite is what an invite link gives a visitor without a ticket
 	// (zero: none).
 	Invite InviteMode
+	// Proof is what the gate knows of the visitor's proof of work; the
+	// zero value asks none (the gate cannot issue challenges).
+	Proof Proof
+}
+
+// Proof is a visit's proof of work (Visit.Proof). When On, a room whose
+// settings in force ask for one (ProofOfWork) asks it of every new
+// visitor the decision would make (no ticket, a ticket whose session
+// ended, a waiting ticket given up, a ticket that did not open), never of
+// a visitor that keeps its ticket: with Always of every one, otherwise of
+// one that would not be admitted at once into a free slot, decided in
+// the store's atomic step (AdmitOp.Unproven). The decision is then
+// Outcome Challenge, and the gate fills in the challenge.
+type Proof struct {
+	// On reports that the gate can issue challenges.
+	On bool
+	// Spend spends the solution the request brought (each solution earns
+	// one new visitor, once) and reports whether it was good and not
+	// spent before; nil when the request brought none. The decision calls
+	// it at most once, only when it is about to make a new visitor, and
+	// before the store counts that visitor.
+	Spend func(ctx context.Context) (ok bool, err error)
 }
 
 // InviteMode is what an invite link gives.

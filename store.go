@@ -229,6 +229,15 @@ type AdmitOp struct {
 	// replay.
 	TakeOver     time.Time
 	TakeOverCell int64
+	// Unproven marks a new visitor (no ticket) that brought no proof of
+	// work to a room that asks for one: it may only be admitted at once
+	// into a free slot (Force too admits it only into one). When it would not be admitted, the store counts
+	// nothing and remembers nothing (no waiting count, no record, nothing
+	// against its client's limit) and answers AdmitResult.Unproven: the
+	// caller asks for the proof instead of a place. So the choice between
+	// "admitted at once" and "pay first" is made in the same atomic step as
+	// the admission, never on a status read earlier.
+	Unproven bool
 }
 
 // ClientOp is a per-client limit on new tickets.
@@ -271,6 +280,9 @@ type AdmitResult struct {
 	// limit: the visitor was not admitted (and, with Client.Refuse, not
 	// counted).
 	OverClient bool
+	// Unproven reports that the op was Unproven and the visitor would
+	// not have been admitted at once: nothing changed.
+	Unproven bool
 	// Ahead is the number of live waiters in earlier buckets.
 	Ahead int64
 	// Stats are the room's counters after the decision.
@@ -312,8 +324,19 @@ type RenewOp struct {
 	// End ends the visitor's session whatever ticket is presented (a
 	// revocation): it is taken out of the cell the store counts it in, and
 	// its record says the session ended (Cell zero), so that no ticket of
-	// it renews again. From is ignored.
+	// it renews again. From is ignored. When the record says so already,
+	// nothing changes and the result is a Replay: a session is ended once,
+	// however many times it is revoked, on any node.
 	End bool
+	// Lapsed records that the session of the visitor ended by itself (a
+	// ticket whose session is over came back): unless the store's record
+	// of the visitor is an admitted session still counted (Cell after
+	// Now: another ticket of it renewed it) or already says the session
+	// ended (Cell zero), the record says the session ended (Cell zero,
+	// kept until Keep); otherwise nothing changes and the result is a
+	// Replay. So "this op ended the session" is true of one op only, which
+	// is how the end of a session is told once. From and To are ignored.
+	Lapsed bool
 	// By, when not zero, is the latest moment (on the caller's clock) the
 	// renewal may be known applied: past it, the session's count may have
 	// lapsed in the store before the renewal reached it, and a place

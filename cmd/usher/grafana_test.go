@@ -59,7 +59,7 @@ rooms:
 		n.handler.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	room := n.st.rooms()[0]
-	if err := n.engine.Revoke(context.Background(), room, [8]byte{1}, time.Now()); err != nil {
+	if _, err := n.engine.Revoke(context.Background(), room, [8]byte{1}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	n.recorder.Observe("sale", admission.Observation{What: admission.Admitted, At: time.Now(), Queued: time.Minute, Announced: 50 * time.Second})

@@ -198,12 +198,13 @@ func (d *decider) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (
 				Position: dec.Position, Degraded: dec.Degraded})
 		}
 	}
-	if t := v.Ticket; t != nil && t.State == usher.Admitted {
-		// An admitted visitor came back after its session ended (usher
-		// keeps no record per visitor: a session that ends while its
-		// visitor is away is seen in the summary's counts only).
-		if ses := room.Session(t, v.Now); !ses.Valid && d.ev.bus.SampleVisitor(room.ID) {
-			d.publish(notify.VisitorSessionEnded, room, v.Now, visitorJSON{Visitor: hex.EncodeToString(t.VisitorID[:]), SessionEnd: ses.End.UTC()})
+	if t := v.Ticket; dec.SessionEnded && t != nil {
+		// An admitted visitor came back after its session ended, and this
+		// decision is the first to tell (once per session, on any node; a
+		// session that ends while its visitor is away is seen in the
+		// summary's counts only).
+		if d.ev.bus.SampleVisitor(room.ID) {
+			d.publish(notify.VisitorSessionEnded, room, v.Now, visitorJSON{Visitor: hex.EncodeToString(t.VisitorID[:]), SessionEnd: room.Session(t, v.Now).End.UTC()})
 		}
 	}
 	return dec, err
@@ -213,11 +214,12 @@ func (d *decider) publish(typ string, room *usher.Room, now time.Time, data visi
 	d.ev.bus.Publish(notify.Event{Type: typ, Room: room.ID, Time: now, Data: data})
 }
 
-// Revoke ends a session with the engine, then samples the event.
-func (d *decider) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) error {
-	err := d.Engine.Revoke(ctx, room, visitor, now)
-	if err == nil && d.ev.bus.WantsVisitors() && d.ev.bus.SampleVisitor(room.ID) {
+// Revoke ends a session with the engine, then samples the event: once
+// per session, by the call that ended it.
+func (d *decider) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) (bool, error) {
+	ended, err := d.Engine.Revoke(ctx, room, visitor, now)
+	if ended && d.ev.bus.WantsVisitors() && d.ev.bus.SampleVisitor(room.ID) {
 		d.publish(notify.VisitorRevoked, room, now, visitorJSON{Visitor: hex.EncodeToString(visitor[:])})
 	}
-	return err
+	return ended, err
 }

@@ -279,6 +279,26 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	// that hangs up must neither cut a decision in half nor count as a
 	// store failure. The store bounds every call with its own timeout.
 	ctx = context.WithoutCancel(ctx)
+	t := v.Ticket
+	if t == nil || t.State != usher.Admitted {
+		return e.decide(ctx, room, v, usher.Session{})
+	}
+	ses := room.Session(t, v.Now)
+	if ses.Valid {
+		return e.decide(ctx, room, v, ses)
+	}
+	// A session that has ended: the visitor is a new one, and the end is
+	// told once (the store says which request is first).
+	ended := e.lapse(ctx, room, t, ses, v.Now)
+	v.Ticket = nil
+	d, err := e.decide(ctx, room, v, usher.Session{})
+	d.SessionEnded = ended && err == nil
+	return d, err
+}
+
+// decide is Decide, once a ticket whose session ended has been told; ses
+// is the session of an admitted ticket (room.Session, read once).
+func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, ses usher.Session) (usher.Decision, error) {
 	now := v.Now
 	sched := e.schedule(room, now)
 	s := &sched.Settings
@@ -289,15 +309,12 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	t := v.Ticket
 	if t != nil && t.State == usher.Admitted {
-		ses := room.Session(t, now)
 		if ses.Valid && !e.revoked.has(t.VisitorID, now) {
 			if d, ok := e.keep(ctx, room.ID, ses, *t, now, base); ok {
 				if d, ok = e.renewServed(ctx, room, d, now); ok {
 					return d, nil
 				}
 			}
-		} else if !ses.Valid && e.opts.Observer != nil {
-			e.observeEnded(room.ID, t, now)
 		}
 		// A session the settings in force ended before its count did keeps
 		// its count to the end: settings that change back would make the
@@ -312,6 +329,20 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		t = nil // an invite makes a new visitor
 	}
 	tk, from, fresh := e.waiter(t, now, &sched)
+	unproven := false
+	if fresh && v.Invite == 0 && v.Proof.On && s.ProofOfWork.Difficulty > 0 {
+		proved, err := e.prove(ctx, room.ID, &v.Proof)
+		if err != nil {
+			return usher.Decision{}, err
+		}
+		if !proved && s.ProofOfWork.Always {
+			base.Outcome = usher.Challenge
+			return base, nil
+		}
+		// Without a proof, in only at once into a free slot (decided with
+		// the admission: AdmitOp.Unproven).
+		unproven = !proved
+	}
 	if v.Invite == usher.InviteFront {
 		tk.Place = usher.FrontPlace
 	}
@@ -354,8 +385,9 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		WaitExp:           usher.CeilSecond(next.Add(Grace(iv))).Unix(),
 		ActiveExp:         admittedTk.Cell,
 		// Nobody new goes in before the event starts.
-		NoAdmit: s.QueueAll || sched.Phase == usher.Prequeue,
-		Force:   s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
+		NoAdmit:  s.QueueAll || sched.Phase == usher.Prequeue,
+		Force:    s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
+		Unproven: unproven,
 	}
 	if tk.Joining {
 		// Its first check-in: from the joining bucket to its place.
@@ -406,18 +438,24 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 		}
 	}
 	if !e.brk.allow(now) {
-		return e.failDecision(room.ID, base, tk, fresh, s, now), nil
+		return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 	}
 	res, err := e.store.Admit(ctx, room.ID, op)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
-			return e.failDecision(room.ID, base, tk, fresh, s, now), nil
+			return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 		}
 		return usher.Decision{}, err
 	}
 	d := base
 	d.Stats = res.RoomStats
+	if res.Unproven {
+		// It would wait: it solves a challenge first, and holds no place
+		// meanwhile.
+		d.Outcome = usher.Challenge
+		return d, nil
+	}
 	fifo := !op.Random && !op.Joining && !op.NoAdmit && !op.Force && !res.OverClient && !res.Admitted
 	e.flow.refused(room.ID, now, op.Bucket, res.Ahead, res.Slots, reach(s), fifo)
 	if res.Replay {

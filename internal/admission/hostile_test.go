@@ -544,7 +544,7 @@ func TestRevoke(t *testing.T) {
 	room := simRoom() // 15 s sessions, renewal step 1 s
 	room.TotalActiveUsers = 1
 	tk := decide(t, a, &room, nil, t0).Ticket
-	if err := a.Revoke(context.Background(), &room, tk.VisitorID, t0.Add(time.Second)); err != nil {
+	if _, err := a.Revoke(context.Background(), &room, tk.VisitorID, t0.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if d := decide(t, a, &room, nil, t0.Add(time.Second)); !d.NewlyAdmitted {

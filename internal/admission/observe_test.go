@@ -183,7 +183,7 @@ func TestObserveSessionEnds(t *testing.T) {
 		t.Fatalf("ended = %+v, want one with OnOrigin %v", ended, onOrigin)
 	}
 	other := decide(t, e, &room, nil, t0.Add(30*time.Second)).Ticket
-	if err := e.Revoke(context.Background(), &room, other.VisitorID, t0.Add(31*time.Second)); err != nil {
+	if _, err := e.Revoke(context.Background(), &room, other.VisitorID, t0.Add(31*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if n := tl.count(Revoked); n != 1 {

@@ -50,16 +50,20 @@ func (r *revoked) has(v [8]byte, now time.Time) bool {
 // its slot is given back in the store, and no ticket of it holds a session
 // again: this node refuses them from now on, every node at their next
 // renewal (the store's record of the visitor says the session ended). The
-// record lives as long as any session of the visitor could.
-func (e *Engine) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) error {
+// record lives as long as any session of the visitor could. It reports
+// whether this call ended the session: a session already ended (revoked
+// before, on any node) is left as it is, and the revocation is told
+// (the Revoked observation) once.
+func (e *Engine) Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
 	s := room.At(now).Settings
 	until := usher.SessionUntil(&s, now).Add(time.Duration(e.slackMax.Load()) + 2*time.Second)
 	e.revoked.add(visitor, until, now)
-	_, err := e.store.Renew(ctx, room.ID, usher.RenewOp{Now: now, Visitor: visitor, End: true,
+	res, err := e.store.Renew(ctx, room.ID, usher.RenewOp{Now: now, Visitor: visitor, End: true,
 		Counted: now.Truncate(time.Millisecond), Keep: until.Unix()})
-	if err == nil {
-		e.observe(room.ID, Observation{What: Revoked, At: now})
+	if err != nil || res.Replay {
+		return false, err
 	}
-	return err
+	e.observe(room.ID, Observation{What: Revoked, At: now})
+	return true, nil
 }

@@ -121,26 +121,22 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 		}
 	}
 	t := g.openTicket(r, m)
-	if t == nil {
-		sched := m.Room.At(m.At)
-		ch, err := g.proof(r, m, &sched)
-		if err != nil {
-			return usher.Decision{}, &decideError{op: "challenge", room: m.Room.ID, err: err}
-		}
-		if ch != nil {
-			if g.observe != nil {
-				g.observe(m.Room.ID, usher.Challenge, 0)
-			}
-			return challengeDecision(&sched, ch), nil
-		}
-	}
 	if t != nil && t.State == usher.Waiting {
 		m.At = g.hold(r.Context(), m.Room, t, m.At)
 	}
 	start := time.Now()
-	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP})
+	proof, sp := g.proof(r, m)
+	d, err := g.decider.Decide(r.Context(), m.Room, usher.Visit{Ticket: t, Now: m.At, Client: m.ClientIP, Proof: proof})
+	// A solution spent is cleared from the browser, whatever came of it.
+	m.Solved = sp != nil && sp.spent
 	if err != nil {
 		return d, &decideError{op: "decide", room: m.Room.ID, err: err}
+	}
+	if d.Outcome == usher.Challenge {
+		// A new visitor that must solve a proof of work first.
+		if err := g.challengeFor(m, &d); err != nil {
+			return usher.Decision{}, &decideError{op: "challenge", room: m.Room.ID, err: err}
+		}
 	}
 	if g.observe != nil {
 		g.observe(m.Room.ID, d.Outcome, time.Since(start))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher"
@@ -33,57 +34,82 @@ func powPrefix(ip netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 }
 
-// proof checks the proof of work of a visitor without a ticket in a room
-// that asks for one. It returns nil when the visitor may go on to the
-// decision (no challenge is due, or it brought a good solution, which is
-// then spent), else the challenge to answer with.
-func (g *Gate) proof(r *http.Request, m *Match, sched *usher.Schedule) (*guard.Challenge, error) {
-	pow := sched.ProofOfWork
-	if pow.Difficulty == 0 || g.pow == nil {
-		return nil, nil
+// proof is what the engine needs of r's proof of work (usher.Proof): On
+// when the gate can issue challenges, and, when r carries a solution,
+// the function that verifies and spends it (the *spending then reports
+// whether it did; nil when r carries none). The engine asks for it only
+// when the decision is about to make a new visitor, whatever made it new
+// (no ticket, a ticket whose session ended, a waiting ticket given up, a
+// ticket that did not open), and, unless the room asks it of every new
+// visitor, only when that visitor would not go in at once (decided in the
+// store's atomic step, never from a status read earlier).
+func (g *Gate) proof(r *http.Request, m *Match) (usher.Proof, *spending) {
+	if g.pow == nil {
+		return usher.Proof{}, nil
 	}
-	if !pow.Always && !g.queueing(r, m, sched) {
-		return nil, nil
+	c, n, ok := solution(r, m.Room)
+	if !ok {
+		return usher.Proof{On: true}, nil
 	}
-	prefix := powPrefix(m.ClientIP)
-	if c, n, ok := solution(r, m.Room); ok {
-		solved, err := g.pow.Verify(c, n, m.Room.ID, prefix, pow.Difficulty, m.At)
-		if err == nil {
-			var fresh bool
-			fresh, err = g.spent.Spend(r.Context(), m.Room.ID, solved.ID, solved.Until)
-			if err == nil && fresh {
-				m.Solved = true
-				return nil, nil
-			}
-			if err == nil {
-				err = errSpent
-			}
+	// Only what the spend needs, copied: m itself stays on the stack of
+	// every request that brings no solution.
+	sp := &spending{g: g, r: r, room: m.Room, at: m.At, ip: m.ClientIP, c: c, n: n}
+	return usher.Proof{On: true, Spend: sp.spend}, sp
+}
+
+// spending is a solution a request brought, to be spent if the decision
+// asks for it.
+type spending struct {
+	g     *Gate
+	r     *http.Request
+	room  *usher.Room
+	at    time.Time
+	ip    netip.Addr
+	c, n  string
+	spent bool // the decision spent it (good and fresh)
+}
+
+// spend verifies the solution and spends it, and reports whether it was
+// good and fresh. A solution that does not verify, is spent already, or
+// cannot be spent (the set refuses or cannot be reached) earns nothing:
+// the visitor is decided as one without a solution (fail closed).
+func (sp *spending) spend(ctx context.Context) (bool, error) {
+	g := sp.g
+	pow := sp.room.At(sp.at).ProofOfWork
+	solved, err := g.pow.Verify(sp.c, sp.n, sp.room.ID, powPrefix(sp.ip), pow.Difficulty, sp.at)
+	if err == nil {
+		var fresh bool
+		fresh, err = g.spent.Spend(ctx, sp.room.ID, solved.ID, solved.Until)
+		if err == nil && fresh {
+			sp.spent = true
+			return true, nil
 		}
-		g.log.LogAttrs(r.Context(), slog.LevelDebug, "proof of work refused",
-			slog.String("request_id", server.RequestIDFrom(r.Context())),
-			slog.String("room", m.Room.ID), slog.Any("error", err))
+		if err == nil {
+			err = errSpent
+		}
 	}
-	ch, err := g.pow.Issue(m.Room.ID, prefix, pow.Difficulty, m.At)
-	if err != nil {
-		return nil, err
-	}
-	return &ch, nil
+	g.log.LogAttrs(ctx, slog.LevelDebug, "proof of work refused",
+		slog.String("request_id", server.RequestIDFrom(sp.r.Context())),
+		slog.String("room", sp.room.ID), slog.Any("error", err))
+	return false, nil
 }
 
 // errSpent is why a solution already used is refused.
 var errSpent = errors.New("proof of work: solution already used")
 
-// queueing reports whether the room queues now: a pre-queue, queue_all,
-// someone waiting or no slot free (from the room's status, at most
-// StatusTTL old). A room whose status cannot be read is taken to queue.
-func (g *Gate) queueing(r *http.Request, m *Match, sched *usher.Schedule) bool {
-	if sched.Phase == usher.Prequeue || sched.QueueAll {
-		return true
+// challengeFor fills in d, a decision with Outcome Challenge, with a new
+// challenge for the client of m, at the difficulty in force.
+func (g *Gate) challengeFor(m *Match, d *usher.Decision) error {
+	if g.pow == nil {
+		return errors.New("proof of work asked, but the gate issues no challenges")
 	}
-	st, err := g.status.get(m.Room, m.At, func() (usher.RoomStats, error) {
-		return g.decider.Status(context.WithoutCancel(r.Context()), m.Room, m.At)
-	})
-	return err != nil || st.Waiting > 0 || st.Slots <= 0
+	ch, err := g.pow.Issue(m.Room.ID, powPrefix(m.ClientIP), d.Settings.ProofOfWork.Difficulty, m.At)
+	if err != nil {
+		return err
+	}
+	d.Challenge, d.Difficulty, d.ChallengeExpires = ch.Value, ch.Difficulty, ch.Expires
+	d.RefreshAfter = time.Second
+	return nil
 }
 
 // solution returns the proof-of-work solution r carries for room: the
@@ -92,10 +118,25 @@ func solution(r *http.Request, room *usher.Room) (challenge, n string, ok bool) 
 	if v := r.Header.Get(guard.Header); v != "" {
 		return guard.SplitSolution(v)
 	}
+	if !mayHaveCookie(r, guard.Cookie) {
+		// Most requests (every admitted visitor's) carry no solution: no
+		// cookie parse, no allocation.
+		return "", "", false
+	}
 	if c, err := r.Cookie(PoWCookie(room)); err == nil {
 		return guard.SplitSolution(c.Value)
 	}
 	return "", "", false
+}
+
+// mayHaveCookie reports whether r's Cookie headers mention name at all.
+func mayHaveCookie(r *http.Request, name string) bool {
+	for _, h := range r.Header["Cookie"] {
+		if strings.Contains(h, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // clearSolution drops a spent solution's cookie from the browser.
@@ -128,11 +169,4 @@ func (g *Gate) challenge(w http.ResponseWriter, r *http.Request, m Match, d ushe
 	pd := pageData(r, m, d)
 	pd.Challenge, pd.Difficulty, pd.ChallengeCookie = d.Challenge, d.Difficulty, PoWCookie(m.Room)
 	g.writePage(w, r, status, web.PageChallenge, pd)
-}
-
-// challengeDecision is the decision that answers with ch.
-func challengeDecision(sched *usher.Schedule, ch *guard.Challenge) usher.Decision {
-	return usher.Decision{Outcome: usher.Challenge, Settings: sched.Settings, Phase: sched.Phase, Event: sched.Event,
-		QueueAll: sched.QueueAll, Challenge: ch.Value, Difficulty: ch.Difficulty, ChallengeExpires: ch.Expires,
-		RefreshAfter: time.Second}
 }

@@ -25,7 +25,10 @@ const RevokePath = OwnPrefix + "revoke"
 
 // Revoker ends a visitor's session (the admission engine).
 type Revoker interface {
-	Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) error
+	// Revoke ends the session of visitor and reports whether this call
+	// ended it: false for a session ended already (revoked before, on any
+	// node), which it leaves as it is.
+	Revoke(ctx context.Context, room *usher.Room, visitor [8]byte, now time.Time) (bool, error)
 }
 
 // modifyResponse applies an origin's command to an admitted visitor's
@@ -49,7 +52,7 @@ func (g *Gate) modifyResponse(resp *http.Response) error {
 		return nil
 	}
 	r := resp.Request
-	if err := rv.Revoke(r.Context(), room, info.visitor, g.now()); err != nil {
+	if _, err := rv.Revoke(r.Context(), room, info.visitor, g.now()); err != nil {
 		g.log.LogAttrs(r.Context(), slog.LevelError, "revoke failed",
 			slog.String("request_id", server.RequestIDFrom(r.Context())), slog.String("room", room.ID), slog.Any("error", err))
 	}
@@ -60,7 +63,9 @@ func (g *Gate) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// serveRevoke ends the session an admission token names.
+// serveRevoke ends the session an admission token names. A session ended
+// already (revoked before, by this node or another) is left as it is:
+// the same 204, nothing counted, nothing told.
 func (g *Gate) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
@@ -89,11 +94,16 @@ func (g *Gate) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		server.WriteError(w, r, http.StatusUnauthorized, "the admission token is not valid for this room")
 		return
 	}
-	if err := rv.Revoke(r.Context(), rm, c.VisitorID, now); err != nil {
+	ended, err := rv.Revoke(r.Context(), rm, c.VisitorID, now)
+	if err != nil {
 		g.fail(w, r, &decideError{op: "revoke", room: rm.ID, err: err})
 		return
 	}
-	g.log.LogAttrs(r.Context(), slog.LevelInfo, "session revoked",
-		slog.String("request_id", server.RequestIDFrom(r.Context())), slog.String("room", rm.ID), slog.String("visitor", c.Subject()))
+	if ended {
+		g.log.LogAttrs(r.Context(), slog.LevelInfo, "session revoked",
+			slog.String("request_id", server.RequestIDFrom(r.Context())), slog.String("room", rm.ID), slog.String("visitor", c.Subject()))
+	}
+	// The same answer whether this call ended the session or it had ended
+	// already: a revoke is idempotent.
 	w.WriteHeader(http.StatusNoContent)
 }

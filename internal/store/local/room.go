@@ -358,7 +358,8 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	res := usher.AdmitResult{Ahead: max(r.live.before(op.Bucket), 0), TookOver: tookOver}
 	st := r.stats(ms, op.TotalActiveUsers, op.NewUsersPerMinute)
 	newcomer := op.From.At.IsZero() && !known
-	if newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0 {
+	limited := newcomer && op.Client.PerMinute > 0 && op.Client.Key != 0
+	take := func() {
 		if r.sketch == nil {
 			r.sketch = limit.NewSketch()
 		}
@@ -372,21 +373,22 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 		}
 		res.OverClient = !limit.TakeAll(secs, tiers...)
 	}
-	switch {
-	case res.OverClient:
-	case op.Force:
-		res.Admitted = true
-	case op.NoAdmit || st.Slots <= 0:
-	case op.Joining:
-		res.Admitted = st.Waiting == 0
-	case op.Random:
-		live := st.Waiting
-		if op.DrawBefore != 0 {
-			live = max(r.live.before(op.DrawBefore), 0)
-		}
-		res.Admitted = op.Draw*float64(live+1) < float64(st.Slots)
-	default:
-		res.Admitted = res.Ahead < st.Slots
+	if limited && !op.Unproven {
+		take()
+	}
+	res.Admitted = r.admits(op, &res, st)
+	if op.Unproven && res.Admitted && limited {
+		// An unproven visitor counts against its client only once it
+		// takes a place.
+		take()
+		res.Admitted = !res.OverClient
+	}
+	if op.Unproven && !res.Admitted {
+		// It would wait: it pays first. Nothing counted, nothing
+		// remembered.
+		res.Unproven, res.OverClient = true, false
+		res.RoomStats = st
+		return res
 	}
 	counted := atMilli(op.Counted)
 	switch {
@@ -428,6 +430,30 @@ func (r *room) admit(op *usher.AdmitOp, trusted bool) usher.AdmitResult {
 	return res
 }
 
+// admits reports whether op admits its visitor into the room whose
+// counters are st (res: its client's standing and the waiters ahead).
+func (r *room) admits(op *usher.AdmitOp, res *usher.AdmitResult, st usher.RoomStats) bool {
+	switch {
+	case res.OverClient:
+		return false
+	case op.Force:
+		// Past the limits (passthrough), but an unproven visitor only into
+		// a free slot.
+		return !op.Unproven || st.Slots > 0
+	case op.NoAdmit || st.Slots <= 0:
+		return false
+	case op.Joining:
+		return st.Waiting == 0
+	case op.Random:
+		live := st.Waiting
+		if op.DrawBefore != 0 {
+			live = max(r.live.before(op.DrawBefore), 0)
+		}
+		return op.Draw*float64(live+1) < float64(st.Slots)
+	}
+	return res.Ahead < st.Slots
+}
+
 // renew applies one session renewal; trusted is as for admit.
 func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	now := op.Now.Unix()
@@ -435,7 +461,12 @@ func (r *room) renew(op *usher.RenewOp, trusted bool) usher.RenewResult {
 	r.latest(op.Now.UnixMilli())
 	from := atMilli(op.From.At)
 	rc, known := r.lookup(op.Visitor, now)
-	if op.End {
+	if op.End || op.Lapsed {
+		if known && rc.admitted && (rc.cell == 0 || (op.Lapsed && rc.cell > now)) {
+			// Ended already (revoked, or told lapsed), or (a lapse) still
+			// counted: another ticket of the visitor renewed it.
+			return usher.RenewResult{Replay: true, Record: rc.public()}
+		}
 		if known && rc.admitted && rc.cell > now {
 			r.addActive(rc.cell, -1)
 		}

@@ -171,6 +171,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		} else {
 			args = append(args, "0")
 		}
+		args = append(args, flag(op.Unproven))
 		for _, cell := range limit.Cells(c.Key) {
 			args = append(args, strconv.FormatUint(uint64(cell), 10))
 		}
@@ -180,11 +181,11 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 			}
 		}
 	} else {
-		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell), "0")
+		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell), "0", flag(op.Unproven))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	var v [15]int64
+	var v [16]int64
 	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
@@ -196,6 +197,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		TookOver:   v[14] == 1,
 		Record:     record(v[9], v[10], v[11], v[13]),
 		OverClient: v[12] == 1,
+		Unproven:   v[15] == 1,
 		RoomStats: usher.RoomStats{
 			Active:             v[2],
 			Waiting:            v[3],
@@ -222,8 +224,8 @@ func record(at, cell, admitted, from int64) usher.Record {
 func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher.RenewResult, error) {
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(make([]string, 0, 6), rk[:5]...), visitorKey(vp, op.Visitor))
-	args := writeArgs(make([]string, 0, 10), op.Now, known, &s.opts)
-	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End))
+	args := writeArgs(make([]string, 0, 12), op.Now, known, &s.opts)
+	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End), flag(op.Lapsed))
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	if !op.By.IsZero() {

@@ -9,13 +9,14 @@
 -- take over (ms: a waiting record counted from the ticket presented at or
 -- before it is taken over; 0: never), take over cell (the record's cell
 -- expires at or before it; 0: any), network limit per minute (0: none),
--- then the client's Depth sketch cells, then (with a network limit) the
--- network's Depth cells, counted in fields of their own ('n' before the
--- row).
+-- unproven (0/1: a new visitor without a proof of work, admitted into a
+-- free slot or not counted at all), then the client's Depth sketch cells,
+-- then (with a network limit) the network's Depth cells, counted in fields
+-- of their own ('n' before the row).
 --
 -- Returns {admitted, ahead, active, waiting, admitted last minute, slots,
 -- born, rec, replay, record at, record cell, record admitted, over,
--- record from, took over}.
+-- record from, took over, unproven}.
 local V = KEYS[6]
 -- KEYS[7] to KEYS[7 + SLICES]: the per-client sketch's slices (limit.Slices
 -- + 1 of limit.SliceSeconds), slice n in KEYS[7 + n % (SLICES + 1)].
@@ -31,7 +32,8 @@ local stamp = tonumber(ARGV[23])
 local clientMax, refuse, back = tonumber(ARGV[24]), ARGV[25] == '1', tonumber(ARGV[26])
 local takeOver, takeOverCell = tonumber(ARGV[27]), tonumber(ARGV[28])
 local netMax = tonumber(ARGV[29])
-local CELLS = 30 -- the first sketch cell's ARGV
+local unproven = ARGV[30] == '1'
+local CELLS = 31 -- the first sketch cell's ARGV
 local DEPTH = 4 -- limit.Depth
 if fromBucket == 0 then
   fromBucket = bucket
@@ -58,13 +60,14 @@ local function slots()
   return math.max(0, math.min(act, rate))
 end
 
-local function result(admitted, ahead, replay, rc, over, took)
+local function result(admitted, ahead, replay, rc, over, took, held)
   local at, c, adm, from = 0, 0, 0, 0
   if rc then
     at, c, adm, from = rc.at, rc.cell, rc.admitted and 1 or 0, rc.from or 0
   end
   return {admitted and 1 or 0, ahead, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn - out),
-    slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0}
+    slots(), m.born, m.rec or 0, replay and 1 or 0, at, c, adm, over and 1 or 0, from, took and 1 or 0,
+    held and 1 or 0}
 end
 
 -- take counts one new ticket for the client, and for its network when
@@ -155,14 +158,17 @@ local ahead = math.max(0, before(m, bucket))
 local free = slots()
 local newcomer = fromAt == 0 and not rc
 local over = false
-if newcomer and clientMax > 0 then
+local limited = newcomer and clientMax > 0
+if limited and not unproven then
   over = not take()
 end
 local admitted = false
 if over then
   admitted = false
 elseif force then
-  admitted = true
+  -- Past the limits (passthrough), but an unproven visitor only into a
+  -- free slot.
+  admitted = (not unproven) or free > 0
 elseif noAdmit or free <= 0 then
   admitted = false
 elseif joining then
@@ -177,6 +183,17 @@ elseif random then
   admitted = draw * (live + 1) < free
 else
   admitted = ahead < free
+end
+if unproven and admitted and limited then
+  -- An unproven visitor counts against its client only once it takes a
+  -- place.
+  over = not take()
+  admitted = not over
+end
+if unproven and not admitted then
+  -- It would wait: it pays first. Nothing counted, nothing remembered.
+  finish(m)
+  return result(false, ahead, false, nil, false, false, true)
 end
 
 local next = nil

@@ -1,15 +1,16 @@
 -- renew.lua: a session renewed, or ended (usher.Store.Renew).
 --
--- ARGV 6-11: from exp (0: not counted), from at (ms), to (0: take the
+-- ARGV 6-12: from exp (0: not counted), from at (ms), to (0: take the
 -- visitor out), counted (ms), keep (unix s), end (0/1: end the session
--- whatever ticket, a revocation).
+-- whatever ticket, a revocation), lapsed (0/1: record that the session
+-- ended by itself).
 --
 -- Returns {born, rec, replay, record at, record cell, record admitted,
 -- record from}.
 local V = KEYS[6]
 local fromExp, fromAt, to = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local counted, keep = tonumber(ARGV[9]), tonumber(ARGV[10])
-local ending = ARGV[11] == '1'
+local ending, lapsed = ARGV[11] == '1', ARGV[12] == '1'
 
 local m = open()
 local now = math.max(NOW, m.x)
@@ -17,7 +18,13 @@ latest(m, now)
 expire(m, now)
 
 local rc = record(V, now)
-if ending then
+if ending or lapsed then
+  if rc and rc.admitted and (rc.cell == 0 or (lapsed and rc.cell > now)) then
+    -- Ended already (revoked, or told lapsed), or (a lapse) still
+    -- counted: another ticket of the visitor renewed it.
+    finish(m)
+    return {m.born, m.rec or 0, 1, rc.at, rc.cell, 1, rc.from or 0}
+  end
   if rc and rc.admitted and rc.cell > now then
     unactive(m, rc.cell)
   end
