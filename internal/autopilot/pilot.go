@@ -61,6 +61,11 @@ type entry struct {
 	gov  *Governor
 	rec  Recorder
 	prev Snapshot
+	// probed counts the health URL's probes, apart from the proxied
+	// answers in rec: an event may bring a health URL to a room whose
+	// gate records, and the sample is then the probes' alone.
+	probed     Recorder
+	prevProbed Snapshot
 	// allow is the admissions the rate window may hold until the next
 	// tick (-1: unknown, unpaced): see pace.
 	allow   atomic.Int64
@@ -237,6 +242,12 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 		cur := e.rec.Snapshot()
 		local := cur.Sub(&e.prev)
 		e.prev = cur
+		curProbed := e.probed.Snapshot()
+		if probeSettingsOf(&s.Autopilot).url != "" {
+			// Watched through its health URL: the probes, not the answers.
+			local = curProbed.Sub(&e.prevProbed)
+		}
+		e.prevProbed = curProbed
 		if !s.Autopilot.Enabled {
 			continue
 		}
@@ -402,7 +413,7 @@ func (p *Pilot) probes(ctx context.Context, now time.Time) {
 			if ps.url != "" {
 				pctx, cancel := context.WithCancel(ctx)
 				e.probe = cancel
-				go p.probe(pctx, &e.rec, ps)
+				go p.probe(pctx, &e.probed, ps)
 			}
 		}
 		e.probeMu.Unlock()

@@ -76,7 +76,7 @@ func TestProberFollowsSettings(t *testing.T) {
 		// a 200 ms one, from the change on.
 		slow.Store(int64(300 * time.Millisecond))
 		set(room(time.Second, time.Second))
-		rec := &p.load()["sale"].rec
+		rec := &p.load()["sale"].probed
 		before := rec.Snapshot()
 		time.Sleep(3500 * time.Millisecond)
 		synctest.Wait()
@@ -110,4 +110,39 @@ func TestProberFollowsSettings(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestEventHealthURLSamplesProbesAlone: a room watched through its proxied
+// answers whose event brings a health URL is sampled from the probes alone
+// while the event runs (the gate still records its answers, the governor
+// does not read them then), and from the answers again after it.
+func TestEventHealthURLSamplesProbesAlone(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC)
+	room := &usher.Room{ID: "sale", Settings: usher.Settings{TotalActiveUsers: 100, NewUsersPerMinute: 60,
+		Autopilot: usher.Autopilot{Enabled: true}}}
+	auto := usher.Autopilot{Enabled: true, HealthURL: "http://origin.test/health", ProbeInterval: time.Second}
+	room.Events = []usher.Event{{Name: "drop", Start: now.Add(-time.Minute), End: now.Add(time.Minute), Overrides: usher.Overrides{Autopilot: &auto}}}
+	p := &Pilot{Logger: slog.New(slog.DiscardHandler)}
+	p.SetRooms([]*usher.Room{room}, now)
+	rec := p.Recorder("sale")
+	if rec == nil {
+		t.Fatal("no recorder for the gate of a room watched through its answers")
+	}
+	probed := &p.load()["sale"].probed
+	second := func(at time.Time, answers, probes time.Duration) time.Duration {
+		for range 5 {
+			rec.Record(answers, false)
+			probed.Record(probes, false)
+		}
+		p.Tick(context.Background(), at)
+		return p.States()["sale"].Latency
+	}
+	// During the event: the probes' 10 ms, not the answers' 2 s.
+	if got := second(now, 2*time.Second, 10*time.Millisecond); got > 20*time.Millisecond {
+		t.Errorf("during the event: sample latency %v, want the probes' 10 ms", got)
+	}
+	// After it: the answers again.
+	if got := second(now.Add(2*time.Minute), 2*time.Second, 10*time.Millisecond); got < time.Second {
+		t.Errorf("after the event: sample latency %v, want the answers' 2 s", got)
+	}
 }

@@ -36,7 +36,7 @@ func TestProbeHealthURL(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p.probes(ctx, time.Now())
-	rec := &p.load()["sale"].rec
+	rec := &p.load()["sale"].probed
 	wait := func(what string, ok func(Snapshot) bool) Snapshot {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
