@@ -11,7 +11,7 @@ import (
 func TestSessionsAfterLongPause(t *testing.T) {
 	lim := Limits{TotalActiveUsers: 1, NewUsersPerMinute: 10, SessionDuration: 10 * time.Second}
 	requeued := admitted("c", 0, 0, 0, 5, 40)
-	requeued.Requeued, requeued.RequeuedAt = 1, at(20)
+	requeued.Requeued, requeued.RequeuedAt, requeued.Requeues = 1, at(20), ats(20)
 	for _, c := range []struct {
 		name    string
 		v       Visitor
@@ -45,6 +45,9 @@ func TestSessionsAfterLongPause(t *testing.T) {
 				if c.want[i-1][1] < c.want[i][0] && ix.active(at(gap).UnixNano()) != 0 {
 					t.Errorf("active at %vs, between two sessions", gap)
 				}
+			}
+			if len(c.v.Requeues) > 0 && (ix.waiting(at(30).UnixNano()) != 1 || ix.waiting(at(40).UnixNano()) != 0) {
+				t.Errorf("back in line from 20 s to 40 s: waiting %d at 30 s, %d at 40 s; want 1 and 0", ix.waiting(at(30).UnixNano()), ix.waiting(at(40).UnixNano()))
 			}
 			res := Report(tl, lim)
 			if res.MaxActive != 1 || res.RequeuedWhileBrowsing != 0 || res.MaxRate != len(c.want) {

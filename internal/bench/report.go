@@ -32,8 +32,10 @@ const SampleEvery = 100 * time.Millisecond
 // Admission time is when the visitor got its first origin answer; a
 // session holds from it until ceil(last request + session duration)
 // (usher's rule; ceil(admission + session duration) without renewal), or
-// until a requeue. Waiting is from the first answer of a visitor that is
-// not yet admitted, abandoned or gone.
+// until a requeue; a visitor back after its session ended starts a new
+// session (see sessions). Waiting is from the first answer of a visitor
+// that is not yet admitted, abandoned or gone, and again from each requeue
+// to its next admission or departure.
 //
 // Where a request's moment at usher matters, the report counts only what is
 // certain given that usher saw it between its sending and its answer: a

@@ -139,7 +139,7 @@ func TestRunRequeue(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := tl.Visitors[0]
-	if v.Requeued != 1 || v.RequeuedAt.IsZero() || len(v.Requests) < 3 || len(v.RequestAcks) != len(v.Requests) {
+	if v.Requeued != 1 || v.RequeuedAt.IsZero() || len(v.Requeues) != 1 || len(v.Requests) < 3 || len(v.RequestAcks) != len(v.Requests) {
 		t.Fatalf("visitor = %+v", v)
 	}
 	back := v.Requests[1] // the first request after the requeue

@@ -93,6 +93,14 @@ func newIndex(tl *Timeline, lim Limits) *index {
 				ix.waitStart = append(ix.waitStart, s)
 				ix.waitEnd = append(ix.waitEnd, e)
 			}
+			// Back in line after a session: usher counts it a waiter
+			// again until it is admitted anew or leaves.
+			for _, q := range v.Requeues {
+				if s, e := q.UnixNano(), rewaitEnd(v, q); e > s {
+					ix.waitStart = append(ix.waitStart, s)
+					ix.waitEnd = append(ix.waitEnd, e)
+				}
+			}
 		}
 	}
 	if !tl.Start.IsZero() {
@@ -218,6 +226,21 @@ func sessionEnd(v *Visitor, lim Limits) time.Time {
 		}
 	}
 	return time.Unix(0, end)
+}
+
+// rewaitEnd is when v, back in line from q, stopped waiting: the answer
+// to its first request after q that the origin answered, or when it left;
+// the largest time when neither came.
+func rewaitEnd(v *Visitor, q time.Time) int64 {
+	for i, r := range v.Requests {
+		if r.After(q) {
+			return v.requestAck(i).UnixNano()
+		}
+	}
+	if !v.Left.IsZero() {
+		return v.Left.UnixNano()
+	}
+	return math.MaxInt64
 }
 
 // waitEnd is when v stopped waiting: admitted, abandoned or gone,

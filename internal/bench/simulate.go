@@ -465,6 +465,7 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 				if rec.RequeuedAt.IsZero() {
 					rec.RequeuedAt = t
 				}
+				rec.Requeues = append(rec.Requeues, t)
 			}
 			v.browsing, v.requeued = false, true
 			v.errs = 0

@@ -68,6 +68,9 @@ type Visitor struct {
 	Requeued int `json:"requeued,omitempty"`
 	// RequeuedAt is when the first such answer came back.
 	RequeuedAt time.Time `json:"requeued_at,omitzero"`
+	// Requeues are when each wait in line again began: the first waiting
+	// answer after each admission that got one.
+	Requeues []time.Time `json:"requeues,omitempty"`
 	// Left is when the visitor left, for whatever reason (zero: still
 	// there at the end of the timeline).
 	Left time.Time `json:"left,omitzero"`

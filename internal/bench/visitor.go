@@ -146,6 +146,7 @@ func (vs *visitor) browse(ctx context.Context, admitted time.Time) {
 				if vs.v.RequeuedAt.IsZero() {
 					vs.v.RequeuedAt = a.recv
 				}
+				vs.v.Requeues = append(vs.v.Requeues, a.recv)
 			}
 			errs, pause = 0, max(a.checkIn.Refresh, time.Millisecond)
 		default:
