@@ -183,7 +183,7 @@ func TestAdminCLI(t *testing.T) {
 	}
 	// usher top once, without a terminal: one block.
 	out = mustCLI(t, adm, "top", "--once")
-	if !strings.Contains(out, "usher top") || !strings.Contains(out, "sale") || !strings.Contains(out, "on ") {
+	if !strings.Contains(out, "usher top") || !strings.Contains(out, "sale") || !strings.Contains(out, "on ") || strings.Contains(out, "Ctrl-C") {
 		t.Errorf("top --once:\n%s", out)
 	}
 	// usher check shows the overrides the running usher has, and says a

@@ -64,58 +64,9 @@ func TestAgreeSimulateWithLiveBench(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), agreeHorizon+time.Minute)
 	defer cancel()
-	arr, err := bench.ParseArrivals(agreeArrivals)
-	if err != nil {
-		t.Fatal(err)
-	}
 	model := agreeModel(t)
 	rooms := fmt.Sprintf(flashRoom, agreeTotal, agreePerMinute, agreeSession, agreeRefresh)
-
-	// Live: usher in this process, as usher bench --self runs it.
-	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
-	env, err := m.startSelf(ctx, rooms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.stop()
-	live, err := bench.Run(ctx, bench.Config{
-		Target:   env.usherURL + "/",
-		Arrivals: arr,
-		Model:    model,
-		Seed:     agreeSeed,
-		Horizon:  agreeHorizon,
-		MaxConns: 1024,
-	})
-	if err != nil {
-		t.Fatalf("live run: %v", err)
-	}
-
-	// Simulated: the same room as usher parsed it, on the in-memory
-	// embedded store, as usher simulate runs it.
-	cfg, err := selfConfig(t.TempDir(), rooms, "http://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	room := cfg.Rooms[0]
-	store, err := local.Open(local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	sim, err := bench.Simulate(ctx, bench.SimConfig{
-		Room:     room,
-		Arrivals: arr,
-		Model:    model,
-		Seed:     agreeSeed,
-		Horizon:  agreeHorizon,
-		Store:    store,
-		Start:    live.Start,
-	})
-	if err != nil {
-		t.Fatalf("simulated run: %v", err)
-	}
-
-	lim := bench.RoomLimits(&room)
+	live, sim, lim := liveAndSimulated(ctx, t, rooms, agreeArrivals, model, agreeHorizon)
 	lr, sr := bench.Report(live, lim), bench.Report(sim, lim)
 	lw, sw := sameRankWaits(live, sim)
 	ls, ss := bench.SimSummary(live, lim, time.Second), bench.SimSummary(sim, lim, time.Second)
@@ -166,6 +117,141 @@ func TestAgreeSimulateWithLiveBench(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 	}
+}
+
+// liveAndSimulated runs one scenario live, against usher in this process
+// as usher bench --self runs it, and simulated, on the same room as usher
+// parsed it over the in-memory embedded store as usher simulate runs it,
+// from the live run's start (so that the per-second buckets and 60 s
+// windows of usher's counters fall alike).
+func liveAndSimulated(ctx context.Context, t *testing.T, rooms, arrivals string, model bench.VisitorModel, horizon time.Duration) (live, sim *bench.Timeline, lim bench.Limits) {
+	t.Helper()
+	arr, err := bench.ParseArrivals(arrivals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
+	env, err := m.startSelf(ctx, rooms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.stop()
+	live, err = bench.Run(ctx, bench.Config{
+		Target:   env.usherURL + "/",
+		Arrivals: arr,
+		Model:    model,
+		Seed:     agreeSeed,
+		Horizon:  horizon,
+		MaxConns: 1024,
+	})
+	if err != nil {
+		t.Fatalf("live run: %v", err)
+	}
+	cfg, err := selfConfig(t.TempDir(), rooms, "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := cfg.Rooms[0]
+	store, err := local.Open(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	sim, err = bench.Simulate(ctx, bench.SimConfig{
+		Room:     room,
+		Arrivals: arr,
+		Model:    model,
+		Seed:     agreeSeed,
+		Horizon:  horizon,
+		Store:    store,
+		Start:    live.Start,
+	})
+	if err != nil {
+		t.Fatalf("simulated run: %v", err)
+	}
+	return live, sim, bench.RoomLimits(&room)
+}
+
+// TestAgreeSimulateLongPauses: visitors who pause longer than their
+// session (a request every 15 s, 10 s sessions) are new visitors to usher
+// when they come back: admitted anew while the room has a free place,
+// queued again while it is full. usher simulate does what the live usher
+// does with them, and its report, live or simulated, finds the limits
+// held, as the live server holds them: the report once counted a session
+// through the pause, and read this room of 10 as holding 13.
+func TestAgreeSimulateLongPauses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live crowd for about 80 s")
+	}
+	const total, perMinute = 10, 600
+	horizon := 2 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), horizon+time.Minute)
+	defer cancel()
+	model := bench.VisitorModel{Browse: bench.MustDist("35s"), RequestEvery: bench.MustDist("15s")}
+	rooms := fmt.Sprintf(flashRoom, total, perMinute, 10*time.Second, 2*time.Second)
+	live, sim, lim := liveAndSimulated(ctx, t, rooms, "steady:0.5/s@40s", model, horizon)
+	lr, sr := bench.Report(live, lim), bench.Report(sim, lim)
+	lq, sq := requeuedVisitors(live), requeuedVisitors(sim)
+	la, sa := admittedAnew(live, 10*time.Second), admittedAnew(sim, 10*time.Second)
+	t.Logf("%-24s %10s %10s", "", "live", "simulated")
+	for _, row := range []struct {
+		name       string
+		live, simd float64
+	}{
+		{"admitted", float64(lr.Admitted), float64(sr.Admitted)},
+		{"queued again", float64(lq), float64(sq)},
+		{"admitted anew", float64(la), float64(sa)},
+		{"max_active", float64(lr.MaxActive), float64(sr.MaxActive)},
+		{"max_rate", float64(lr.MaxRate), float64(sr.MaxRate)},
+		{"requeued_while_browsing", float64(lr.RequeuedWhileBrowsing), float64(sr.RequeuedWhileBrowsing)},
+		{"duration_s", lr.DurationS, sr.DurationS},
+	} {
+		t.Logf("%-24s %10.3f %10.3f", row.name, row.live, row.simd)
+	}
+	if live.Horizon || sim.Horizon || lr.Errors > 0 {
+		t.Fatalf("horizon reached (live %v, simulated %v) or live errors %v", live.Horizon, sim.Horizon, lr.ErrorCounts)
+	}
+	for _, r := range []struct {
+		name string
+		res  bench.Result
+	}{{"live", lr}, {"simulated", sr}} {
+		if r.res.MaxActive > total || r.res.MaxRate > perMinute || r.res.RequeuedWhileBrowsing != 0 || r.res.Admitted != 20 {
+			t.Errorf("%s: max_active %d of %d, max_rate %d, requeued while browsing %d, admitted %d of 20",
+				r.name, r.res.MaxActive, total, r.res.MaxRate, r.res.RequeuedWhileBrowsing, r.res.Admitted)
+		}
+	}
+	// Visitors come back to a free place and to a full room, in both runs
+	// alike.
+	if sa == 0 || sq == 0 || math.Abs(float64(la-sa)) > max(0.2*float64(sa), 3) || math.Abs(float64(lq-sq)) > max(0.2*float64(sq), 3) {
+		t.Errorf("admitted anew: live %d, simulated %d; queued again: live %d, simulated %d; want some of each, within 20 %% or 3", la, sa, lq, sq)
+	}
+}
+
+// admittedAnew counts tl's visitors admitted again after a pause of a
+// session or more, without waiting.
+func admittedAnew(tl *bench.Timeline, session time.Duration) int {
+	n := 0
+	for i := range tl.Visitors {
+		v := &tl.Visitors[i]
+		for k := 1; k < len(v.Requests); k++ {
+			if v.Requests[k].Sub(v.Requests[k-1]) >= session && (v.RequeuedAt.IsZero() || v.Requests[k].Before(v.RequeuedAt)) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// requeuedVisitors counts tl's visitors told to wait after their admission.
+func requeuedVisitors(tl *bench.Timeline) int {
+	n := 0
+	for i := range tl.Visitors {
+		if tl.Visitors[i].Requeued > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // rankWaits are a run's wait percentiles taken at the same ranks as

@@ -83,6 +83,11 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
+	// The advice usher gives on a config is for the operator's own: the
+	// demo's room, on this machine, needs none (no client limit: its
+	// synthetic visitors all come from one address). Any other warning,
+	// such as one a change at runtime brings, is still logged.
+	log = slog.New(demoHandler{Handler: log.Handler(), known: knownWarnings(cfg)})
 	inner := *m
 	inner.Ready = func(public, admin string) {
 		base := "http://" + public
@@ -95,7 +100,7 @@ usher demo is running: a sample shop behind a waiting room for %d visitor(s) at 
 
   Room status (JSON):        %s/__usher/status/shop
   Dashboard:                 http://%s/ (token: demo)
-  Admin API:                 curl -H 'Authorization: Bearer demo' http://%s/v1/rooms/shop/status
+  Admin API:                 curl -H 'Authorization: Bearer demo' http://%s/api/v1/rooms/shop/status
   Metrics:                   curl -H 'Authorization: Bearer demo' http://%s/metrics
   The shop, directly:        %s/
 
@@ -178,4 +183,34 @@ func synthetic(ctx context.Context, url string, n int, log *slog.Logger) {
 			return
 		}
 	}
+}
+
+// knownWarnings are the messages usher logs for cfg's warnings.
+func knownWarnings(cfg *config.Config) map[string]bool {
+	known := map[string]bool{}
+	for _, w := range cfg.Warnings() {
+		known["config: "+w] = true
+	}
+	return known
+}
+
+// demoHandler drops the warnings the demo's own config is known to give.
+type demoHandler struct {
+	slog.Handler
+	known map[string]bool
+}
+
+func (h demoHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && h.known[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoHandler{Handler: h.Handler.WithAttrs(attrs), known: h.known}
+}
+
+func (h demoHandler) WithGroup(name string) slog.Handler {
+	return demoHandler{Handler: h.Handler.WithGroup(name), known: h.known}
 }

@@ -236,7 +236,10 @@ func (m *Main) roomUnset(ctx context.Context, args []string) error {
 	return c.patchRoom(ctx, c.args[0], f)
 }
 
-// roomSwitch runs "usher room queue-all|suspend ROOM on|off".
+// roomSwitch runs "usher room queue-all|suspend ROOM on|off". A switch to
+// the config file's value drops the runtime value rather than set it, so
+// that the room follows its file again: "queue-all on" then "queue-all
+// off" leaves nothing pinned, and a later change of the file applies.
 func (m *Main) roomSwitch(ctx context.Context, verb string, args []string) error {
 	c := m.newAdminCmd("room "+verb, "room "+verb+" ROOM on|off")
 	if err := c.parse(args, 2, false); err != nil {
@@ -247,18 +250,42 @@ func (m *Main) roomSwitch(ctx context.Context, verb string, args []string) error
 		return c.usage(fmt.Sprintf("want on or off, got %q", c.args[1]))
 	}
 	field := map[string]string{"queue-all": "queue_all", "suspend": "suspended"}[verb]
-	return c.patchRoom(ctx, c.args[0], map[string]any{field: on})
+	return c.patchRoomFrom(ctx, c.args[0], func(before admin.RoomView) map[string]any {
+		if fileSays(before, field, on) {
+			return map[string]any{field: nil}
+		}
+		return map[string]any{field: on}
+	})
+}
+
+// fileSays reports whether the config file sets v's field to want: the
+// file's value under an override, else the value in force, which is the
+// file's. A room made at runtime has no file value.
+func fileSays(v admin.RoomView, field string, want bool) bool {
+	file := v.Settings[field]
+	if o, ok := v.Overrides[field]; ok {
+		file = o.File
+	}
+	b, ok := file.(bool)
+	return ok && b == want
 }
 
 // patchRoom changes fields of a room, with the ETag of the room as it is
 // now, and prints each field's value before and after.
 func (c *adminCmd) patchRoom(ctx context.Context, id string, f map[string]any) error {
+	return c.patchRoomFrom(ctx, id, func(admin.RoomView) map[string]any { return f })
+}
+
+// patchRoomFrom is patchRoom with the fields made from the room as it is
+// now.
+func (c *adminCmd) patchRoomFrom(ctx context.Context, id string, fields func(before admin.RoomView) map[string]any) error {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	before, err := c.client.Room(ctx, id)
 	if err != nil {
 		return apiError(err)
 	}
+	f := fields(before)
 	after, err := c.client.PatchRoom(ctx, id, before.ETag, f)
 	if err != nil {
 		return apiError(err)

@@ -43,7 +43,7 @@ func (m *Main) top(ctx context.Context, args []string) error {
 			if err != nil {
 				fmt.Fprintf(m.Stdout, "usher top  %s  %s  error: %v\n", *c.addr, now, apiError(err))
 			} else {
-				fmt.Fprintf(m.Stdout, "usher top  %s  %s  runtime version %d  (every %s; Ctrl-C ends)\n", *c.addr, now, st.Version, *every)
+				fmt.Fprintf(m.Stdout, "usher top  %s  %s  runtime version %d%s\n", *c.addr, now, st.Version, topRefresh(*once, *every))
 				if err := writeStatus(m.Stdout, st); err != nil {
 					return err
 				}
@@ -58,4 +58,13 @@ func (m *Main) top(ctx context.Context, args []string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// topRefresh is what top's header says of its refreshing: nothing with
+// --once, which prints one refresh and exits.
+func topRefresh(once bool, every time.Duration) string {
+	if once {
+		return ""
+	}
+	return fmt.Sprintf("  (every %s; Ctrl-C ends)", every)
 }

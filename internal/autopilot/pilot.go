@@ -49,6 +49,10 @@ type Pilot struct {
 
 	rooms atomic.Pointer[map[string]*entry]
 	mu    sync.Mutex // SetRooms and Tick
+	// kick tells Run that the rooms changed, so that their probers follow
+	// at once (made on first use: see kicks).
+	kick     chan struct{}
+	kickOnce sync.Once
 }
 
 // entry is one governed room.
@@ -57,13 +61,41 @@ type entry struct {
 	gov  *Governor
 	rec  Recorder
 	prev Snapshot
+	// probed counts the health URL's probes, apart from the proxied
+	// answers in rec: an event may bring a health URL to a room whose
+	// gate records, and the sample is then the probes' alone.
+	probed     Recorder
+	prevProbed Snapshot
 	// allow is the admissions the rate window may hold until the next
 	// tick (-1: unknown, unpaced): see pace.
 	allow   atomic.Int64
 	version int64 // of the shared figure adopted
 	probeMu sync.Mutex
 	probe   context.CancelFunc
-	probeOf string
+	probeOf probeSettings
+}
+
+// probeSettings are what a room's prober runs by: its health URL (empty:
+// no prober), the interval and the timeout, defaults filled in.
+type probeSettings struct {
+	url            string
+	every, timeout time.Duration
+}
+
+// probeSettingsOf reads a's prober settings; a room whose autopilot is off
+// in the settings in force has no prober.
+func probeSettingsOf(a *usher.Autopilot) probeSettings {
+	if !a.Enabled || a.HealthURL == "" {
+		return probeSettings{}
+	}
+	ps := probeSettings{url: a.HealthURL, every: a.ProbeInterval, timeout: a.ProbeTimeout}
+	if ps.every <= 0 {
+		ps.every = DefaultProbeInterval
+	}
+	if ps.timeout <= 0 {
+		ps.timeout = DefaultProbeTimeout
+	}
+	return ps
 }
 
 // Governed reports whether autopilot is on for room in its own settings
@@ -109,6 +141,17 @@ func (p *Pilot) SetRooms(rooms []*usher.Room, now time.Time) {
 		}
 	}
 	p.rooms.Store(&next)
+	// Run's next step restarts the probers whose settings changed.
+	select {
+	case p.kicks() <- struct{}{}:
+	default:
+	}
+}
+
+// kicks is the channel SetRooms tells Run on.
+func (p *Pilot) kicks() chan struct{} {
+	p.kickOnce.Do(func() { p.kick = make(chan struct{}, 1) })
+	return p.kick
 }
 
 func (p *Pilot) load() map[string]*entry {
@@ -156,8 +199,12 @@ func (p *Pilot) State(room string) (State, bool) {
 }
 
 // Run ticks every second until ctx ends, takes the shared figures every
-// SyncEvery in between, and probes the health URLs.
+// SyncEvery in between, and probes the health URLs: each room's prober
+// follows the settings in force (an event's included) from the next tick,
+// and at once when SetRooms changes them.
 func (p *Pilot) Run(ctx context.Context) {
+	kick := p.kicks()
+	p.probes(ctx, time.Now())
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	sync := time.NewTicker(SyncEvery)
@@ -172,8 +219,10 @@ func (p *Pilot) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			p.probes(ctx)
+			p.probes(ctx, now)
 			p.Tick(ctx, now)
+		case <-kick:
+			p.probes(ctx, time.Now())
 		case <-sync.C:
 			p.Sync(ctx)
 		}
@@ -193,6 +242,12 @@ func (p *Pilot) Tick(ctx context.Context, now time.Time) {
 		cur := e.rec.Snapshot()
 		local := cur.Sub(&e.prev)
 		e.prev = cur
+		curProbed := e.probed.Snapshot()
+		if probeSettingsOf(&s.Autopilot).url != "" {
+			// Watched through its health URL: the probes, not the answers.
+			local = curProbed.Sub(&e.prevProbed)
+		}
+		e.prevProbed = curProbed
 		if !s.Autopilot.Enabled {
 			continue
 		}
@@ -340,22 +395,25 @@ func (p *Pilot) log() *slog.Logger {
 	return slog.Default()
 }
 
-// probes starts a prober for each governed room with a health URL and
-// stops those of rooms that no longer have one.
-func (p *Pilot) probes(ctx context.Context) {
+// probes starts a prober for each governed room with a health URL in the
+// settings in force at now (an event's, as the governor reads them),
+// restarts those whose URL, interval or timeout changed, and stops those
+// of rooms that no longer have one.
+func (p *Pilot) probes(ctx context.Context, now time.Time) {
 	for _, e := range p.load() {
-		a := e.room.Load().Autopilot
+		sched := e.room.Load().At(now)
+		ps := probeSettingsOf(&sched.Settings.Autopilot)
 		e.probeMu.Lock()
-		if e.probeOf != a.HealthURL {
+		if e.probeOf != ps {
 			if e.probe != nil {
 				e.probe()
 				e.probe = nil
 			}
-			e.probeOf = a.HealthURL
-			if a.HealthURL != "" {
+			e.probeOf = ps
+			if ps.url != "" {
 				pctx, cancel := context.WithCancel(ctx)
 				e.probe = cancel
-				go p.probe(pctx, &e.rec, a)
+				go p.probe(pctx, &e.probed, ps)
 			}
 		}
 		e.probeMu.Unlock()
@@ -369,20 +427,14 @@ func (e *entry) stopProbe() {
 		e.probe()
 		e.probe = nil
 	}
+	e.probeOf = probeSettings{}
 }
 
-// probe requests a.HealthURL every ProbeInterval until ctx ends, recording
-// each probe's latency; a probe that fails, times out or answers 5xx is an
-// error.
-func (p *Pilot) probe(ctx context.Context, rec *Recorder, a usher.Autopilot) {
-	every := a.ProbeInterval
-	if every <= 0 {
-		every = DefaultProbeInterval
-	}
-	timeout := a.ProbeTimeout
-	if timeout <= 0 {
-		timeout = DefaultProbeTimeout
-	}
+// probe requests ps.url every ps.every until ctx ends, recording each
+// probe's latency; a probe that fails, takes longer than ps.timeout or
+// answers 5xx is an error.
+func (p *Pilot) probe(ctx context.Context, rec *Recorder, ps probeSettings) {
+	every, timeout := ps.every, ps.timeout
 	client := p.Client
 	if client == nil {
 		client = &http.Client{}
@@ -398,7 +450,7 @@ func (p *Pilot) probe(ctx context.Context, rec *Recorder, a usher.Autopilot) {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		start := time.Now()
 		failed := true
-		req, err := http.NewRequestWithContext(rctx, http.MethodGet, a.HealthURL, nil)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, ps.url, nil)
 		if err == nil {
 			req.Header.Set("User-Agent", "usher-autopilot")
 			if resp, err := client.Do(req); err == nil {

@@ -35,8 +35,8 @@ func TestProbeHealthURL(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p.probes(ctx)
-	rec := &p.load()["sale"].rec
+	p.probes(ctx, time.Now())
+	rec := &p.load()["sale"].probed
 	wait := func(what string, ok func(Snapshot) bool) Snapshot {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -63,7 +63,7 @@ func TestProbeHealthURL(t *testing.T) {
 	room2 := *room
 	room2.Autopilot.HealthURL = ""
 	p.SetRooms([]*usher.Room{&room2}, time.Now())
-	p.probes(ctx)
+	p.probes(ctx, time.Now())
 	if p.Recorder("sale") == nil {
 		t.Fatal("no recorder for the gate once the health URL is gone")
 	}

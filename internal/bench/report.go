@@ -32,8 +32,10 @@ const SampleEvery = 100 * time.Millisecond
 // Admission time is when the visitor got its first origin answer; a
 // session holds from it until ceil(last request + session duration)
 // (usher's rule; ceil(admission + session duration) without renewal), or
-// until a requeue. Waiting is from the first answer of a visitor that is
-// not yet admitted, abandoned or gone.
+// until a requeue; a visitor back after its session ended starts a new
+// session (see sessions). Waiting is from the first answer of a visitor
+// that is not yet admitted, abandoned or gone, and again from each requeue
+// to its next admission or departure.
 //
 // Where a request's moment at usher matters, the report counts only what is
 // certain given that usher saw it between its sending and its answer: a
@@ -163,7 +165,7 @@ func Report(tl *Timeline, lim Limits) Result {
 			res.Admitted++
 			waits = append(waits, v.Admitted.Sub(v.arrivalSent()))
 			eta.add(v, lim)
-			if !v.RequeuedAt.IsZero() && v.RequeuedAt.Before(sessionEnd(v, lim, false)) {
+			if !v.RequeuedAt.IsZero() && v.RequeuedAt.Before(sessionEnd(v, lim)) {
 				res.RequeuedWhileBrowsing++
 			}
 		case !v.Abandoned.IsZero():
@@ -183,7 +185,7 @@ func Report(tl *Timeline, lim Limits) Result {
 		res.DurationS = seconds(time.Duration(ix.to - ix.from))
 	}
 	res.MaxActive = maxActive(ix)
-	res.MaxRate = maxRate(tl)
+	res.MaxRate = maxRate(tl, lim)
 	res.MaxActiveRatio = ratio(float64(res.MaxActive), float64(lim.TotalActiveUsers))
 	res.MaxRateRatio = ratio(float64(res.MaxRate), float64(lim.NewUsersPerMinute))
 	utilization(ix, lim, &res)
@@ -260,13 +262,12 @@ func maxActive(ix *index) int {
 // maxRate is the largest set of admissions certainly inside one 60 s
 // window: every one sent at or after some admission's sending s, and
 // answered before s + 60 s.
-func maxRate(tl *Timeline) int {
+func maxRate(tl *Timeline, lim Limits) int {
 	type span struct{ sent, recv int64 }
 	var spans []span
 	for i := range tl.Visitors {
-		v := &tl.Visitors[i]
-		if !v.Admitted.IsZero() {
-			spans = append(spans, span{v.admittedSent().UnixNano(), v.Admitted.UnixNano()})
+		for _, s := range sessions(&tl.Visitors[i], lim, false) {
+			spans = append(spans, span{s.sent, s.start})
 		}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return compare(a.sent, b.sent) })
@@ -328,7 +329,7 @@ func utilization(ix *index, lim Limits, res *Result) {
 // A's arrival second is that of its first answer (the latest usher can have
 // bucketed it), B's that of its first sending (the earliest).
 func fifoInversions(tl *Timeline, ix *index) int {
-	adm := ix.admissions // sorted by admission time, as ix.admitted
+	adm := ix.admissions // sorted by admission time, as ix.first
 	// latest[i] is the latest arrival second among adm[:i+1].
 	latest := make([]int64, len(adm))
 	for i, a := range adm {
@@ -349,7 +350,7 @@ func fifoInversions(tl *Timeline, ix *index) int {
 				w = s
 			}
 		}
-		k := countTo(ix.admitted, w.UnixNano()) // admissions at or before w
+		k := countTo(ix.first, w.UnixNano()) // admissions at or before w
 		if k > 0 && latest[k-1] > v.arrivalAck().Unix() {
 			n++
 		}

@@ -37,7 +37,7 @@ func TestActiveSessions(t *testing.T) {
 		lim := lim
 		lim.DisableSessionRenewal = true
 		// a's session ends at ceil(0 + 10s) = 10 whatever it requested.
-		if got := sessionEnd(&tl.Visitors[0], lim, true); !got.Equal(at(10)) {
+		if got := sessionEnd(&tl.Visitors[0], lim); !got.Equal(at(10)) {
 			t.Errorf("session end = %v, want %v", got, at(10))
 		}
 		// a ended at 10, before d came at 12.9: at most two at once.

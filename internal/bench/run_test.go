@@ -119,26 +119,44 @@ func TestRunAbandon(t *testing.T) {
 	}
 }
 
+// TestRunRequeue: a visitor told to wait while browsing waits in line
+// again, checking in as told, and browses on once admitted again, until its
+// browsing time is over; the report counts its two sessions apart.
 func TestRunRequeue(t *testing.T) {
 	t.Parallel()
-	gate := newFakeGate(NewOrigin(""), 1, -1)
+	// Admitted at once; its second request is told to wait; its check-in
+	// a second later is admitted again (the gate is open from 500 ms on).
+	gate := newFakeGate(NewOrigin(""), 1, 500*time.Millisecond)
 	gate.requeueOn = 2
 	srv := httptest.NewServer(gate)
 	defer srv.Close()
 	tl, err := Run(t.Context(), Config{
 		Target:   srv.URL,
 		Arrivals: ArrivalsAt(0),
-		Model:    VisitorModel{Browse: Fixed(time.Second), RequestEvery: Fixed(50 * time.Millisecond)},
+		Model:    VisitorModel{Browse: Fixed(2 * time.Second), RequestEvery: Fixed(50 * time.Millisecond)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := tl.Visitors[0]
-	if v.Requeued != 1 || v.RequeuedAt.IsZero() || !v.Left.Equal(v.RequeuedAt) || len(v.Requests) != 1 {
-		t.Errorf("visitor = %+v", v)
+	if v.Requeued != 1 || v.RequeuedAt.IsZero() || len(v.Requeues) != 1 || len(v.Requests) < 3 || len(v.RequestAcks) != len(v.Requests) {
+		t.Fatalf("visitor = %+v", v)
 	}
-	if res := Report(tl, Limits{TotalActiveUsers: 1, SessionDuration: time.Minute}); res.RequeuedWhileBrowsing != 1 {
+	back := v.Requests[1] // the first request after the requeue
+	if d := back.Sub(v.RequeuedAt); d < 900*time.Millisecond || d > 1500*time.Millisecond {
+		t.Errorf("back in %v after the requeue, want the 1 s refresh", d)
+	}
+	if d := v.Left.Sub(v.Admitted); d < 1900*time.Millisecond || d > 2500*time.Millisecond {
+		t.Errorf("left %v after its admission, want its 2 s of browsing", d)
+	}
+	res := Report(tl, Limits{TotalActiveUsers: 1, NewUsersPerMinute: 10, SessionDuration: time.Minute})
+	if res.RequeuedWhileBrowsing != 1 {
 		t.Errorf("RequeuedWhileBrowsing = %d, want 1", res.RequeuedWhileBrowsing)
+	}
+	// The first session ends at the requeue, the second starts at the
+	// answer that admitted it again: never two at once, two admissions.
+	if res.MaxActive != 1 || res.MaxRate != 2 {
+		t.Errorf("MaxActive %d, MaxRate %d, want 1 and 2", res.MaxActive, res.MaxRate)
 	}
 }
 

@@ -45,7 +45,8 @@ func Series(tl *Timeline, lim Limits, step time.Duration) []Sample {
 type index struct {
 	from, to           int64 // the timeline's start and end
 	sessStart, sessEnd []int64
-	admitted           []int64 // admission times (answers)
+	admitted           []int64 // admission times (answers), admissions anew included
+	first              []int64 // first admission times, as admissions
 	waitStart, waitEnd []int64
 	admissions         []admission
 }
@@ -73,18 +74,32 @@ func newIndex(tl *Timeline, lim Limits) *index {
 		seen(v.Abandoned)
 		if !v.Admitted.IsZero() {
 			seen(v.Admitted)
-			s, e := v.Admitted.UnixNano(), sessionEnd(v, lim, true).UnixNano()
-			if e > s {
-				ix.sessStart = append(ix.sessStart, s)
-				ix.sessEnd = append(ix.sessEnd, e)
+			for _, s := range sessions(v, lim, true) {
+				if s.end > s.start {
+					ix.sessStart = append(ix.sessStart, s.start)
+					ix.sessEnd = append(ix.sessEnd, s.end)
+				}
+				// A visitor admitted again is admitted again in the
+				// room's rate too.
+				ix.admitted = append(ix.admitted, s.start)
 			}
-			ix.admitted = append(ix.admitted, s)
-			ix.admissions = append(ix.admissions, admission{at: s, arrivalSec: v.arrivalSent().Unix()})
+			// Only its first admission is in arrival order: a visitor
+			// admitted again arrived again when its session ended.
+			ix.first = append(ix.first, v.Admitted.UnixNano())
+			ix.admissions = append(ix.admissions, admission{at: v.Admitted.UnixNano(), arrivalSec: v.arrivalSent().Unix()})
 		}
 		if !v.Arrival.IsZero() {
 			if s, e := v.arrivalAck().UnixNano(), waitEnd(v); e > s {
 				ix.waitStart = append(ix.waitStart, s)
 				ix.waitEnd = append(ix.waitEnd, e)
+			}
+			// Back in line after a session: usher counts it a waiter
+			// again until it is admitted anew or leaves.
+			for _, q := range v.Requeues {
+				if s, e := q.UnixNano(), rewaitEnd(v, q); e > s {
+					ix.waitStart = append(ix.waitStart, s)
+					ix.waitEnd = append(ix.waitEnd, e)
+				}
 			}
 		}
 	}
@@ -97,7 +112,7 @@ func newIndex(tl *Timeline, lim Limits) *index {
 	if ix.from > ix.to {
 		ix.from, ix.to = 0, -1
 	}
-	for _, s := range [][]int64{ix.sessStart, ix.sessEnd, ix.admitted, ix.waitStart, ix.waitEnd} {
+	for _, s := range [][]int64{ix.sessStart, ix.sessEnd, ix.admitted, ix.first, ix.waitStart, ix.waitEnd} {
 		slices.Sort(s)
 	}
 	slices.SortFunc(ix.admissions, func(a, b admission) int { return compare(a.at, b.at) })
@@ -141,25 +156,91 @@ func (ix *index) free(t int64, lim Limits) int {
 	return max(f, 0)
 }
 
-// sessionEnd is when v's session ends by usher's rule: ceil(last request +
-// session duration), or ceil(admission + session duration) without
-// renewal. The last request counts from when it was sent, and the
-// admission too without renewal: usher saw them then or later, so the
-// session ends then or later. With capped, a requeue ends the session.
-func sessionEnd(v *Visitor, lim Limits, capped bool) time.Time {
+// session is one of a visitor's sessions, in unix nanoseconds: from the
+// answer that admitted it (start; sent is when that request was sent) to
+// its end.
+type session struct{ sent, start, end int64 }
+
+// sessions are v's sessions by usher's rule. A session holds from its
+// admitting answer to ceil(last request + session duration), or
+// ceil(admission + session duration) without renewal; a request that comes
+// after that end, or after the visitor was told to wait, reaches a session
+// that has ended: usher decides it as a new visitor's, so the origin's
+// answer to it is a new admission and starts a new session. A request
+// counts from when it was sent: usher saw it then or later, so the session
+// ends then or later (a request sent before the computed end renews; one
+// sent after it may have reached a session that still held, and the report
+// then counts the gap as free, never as taken). With capped, a requeue ends
+// the session it came in.
+func sessions(v *Visitor, lim Limits, capped bool) []session {
+	if v.Admitted.IsZero() {
+		return nil
+	}
+	var out []session
+	cur := session{sent: v.admittedSent().UnixNano(), start: v.Admitted.UnixNano()}
 	last := v.admittedSent()
-	if !lim.DisableSessionRenewal {
-		for _, r := range v.Requests {
-			if r.After(last) && (v.RequeuedAt.IsZero() || r.Before(v.RequeuedAt)) {
+	end := usher.CeilSecond(last.Add(lim.SessionDuration))
+	requeue := v.RequeuedAt
+	close := func() {
+		cur.end = end.UnixNano()
+		if capped && !requeue.IsZero() && requeue.UnixNano() >= cur.start && requeue.Before(end) {
+			cur.end = requeue.UnixNano()
+		}
+		out = append(out, cur)
+	}
+	for i, r := range v.Requests {
+		if !r.After(last) {
+			continue // the admitting request
+		}
+		afterRequeue := !requeue.IsZero() && requeue.UnixNano() >= cur.start && r.After(requeue)
+		if r.Before(end) && !afterRequeue {
+			if !lim.DisableSessionRenewal && r.After(last) {
 				last = r
+				end = usher.CeilSecond(r.Add(lim.SessionDuration))
 			}
+			continue
+		}
+		close()
+		if afterRequeue {
+			requeue = time.Time{}
+		}
+		cur = session{sent: r.UnixNano(), start: v.requestAck(i).UnixNano()}
+		last = r
+		end = usher.CeilSecond(r.Add(lim.SessionDuration))
+	}
+	close()
+	return out
+}
+
+// sessionEnd is when the session v had when it was first requeued ends (or
+// its first session's, when it never was); see sessions.
+func sessionEnd(v *Visitor, lim Limits) time.Time {
+	ss := sessions(v, lim, false)
+	if len(ss) == 0 {
+		return time.Time{}
+	}
+	end := ss[0].end
+	for _, s := range ss {
+		if !v.RequeuedAt.IsZero() && s.start <= v.RequeuedAt.UnixNano() {
+			end = s.end
 		}
 	}
-	end := usher.CeilSecond(last.Add(lim.SessionDuration))
-	if capped && !v.RequeuedAt.IsZero() && v.RequeuedAt.Before(end) {
-		end = v.RequeuedAt
+	return time.Unix(0, end)
+}
+
+// rewaitEnd is when v, back in line from q, stopped waiting: the answer
+// to its first request after q that the origin answered, or when it left;
+// the largest time when neither came.
+func rewaitEnd(v *Visitor, q time.Time) int64 {
+	for i, r := range v.Requests {
+		if r.After(q) {
+			return v.requestAck(i).UnixNano()
+		}
 	}
-	return end
+	if !v.Left.IsZero() {
+		return v.Left.UnixNano()
+	}
+	return math.MaxInt64
 }
 
 // waitEnd is when v stopped waiting: admitted, abandoned or gone,

@@ -162,6 +162,9 @@ type simVisitor struct {
 	errs     int
 	arrived  bool
 	browsing bool
+	// requeued: told to wait while browsing (its session had ended), it
+	// waits in line again until it is admitted again or until is past.
+	requeued bool
 	held     bool          // this request was held (Engine.Hold) once already
 	sent     time.Duration // when the request held was sent
 	has      bool          // ticket is set
@@ -453,17 +456,28 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 		}
 		return s.wait(v, now, simRetryDelay), nil
 	}
-	if v.browsing {
+	if v.browsing || v.requeued {
 		if d.Outcome == usher.Wait {
-			rec.Requeued++
-			rec.RequeuedAt, rec.Left = t, t
-			s.tally.left.Add(1)
-			return simNext{}, nil
+			// Its session has ended (invariant 7): usher took it for a new
+			// visitor and queued it. It waits in line again (visitor.browse).
+			if v.browsing {
+				rec.Requeued++
+				if rec.RequeuedAt.IsZero() {
+					rec.RequeuedAt = t
+				}
+				rec.Requeues = append(rec.Requeues, t)
+			}
+			v.browsing, v.requeued = false, true
+			v.errs = 0
+			return s.wait(v, now, time.Duration(refreshSeconds(d.RefreshAfter, s.room.RefreshInterval))*time.Second), nil
 		}
-		rec.Requests = append(rec.Requests, t)
+		// The origin's answer: a renewal, or after the session ended an
+		// admission anew (Report tells them apart as usher does).
+		rec.addRequest(s.at(sent), t)
 		if s.origin != nil {
 			s.origin.serve(now)
 		}
+		v.browsing, v.requeued = true, false
 		v.errs = 0
 		return s.pause(v, now), nil
 	}
@@ -494,7 +508,7 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 	s.queue(v, false)
 	s.tally.admitted.Add(1)
 	s.rec.add(simCheckIn{i: ev.i, eta: simDone})
-	rec.Requests = append(rec.Requests, s.at(sent))
+	rec.addRequest(s.at(sent), t)
 	if s.origin != nil {
 		s.origin.serve(now)
 	}
@@ -506,6 +520,14 @@ func (s *sim) step(ctx context.Context, ev simEvent, now time.Duration) (simNext
 // wait schedules a waiter's next check-in d after now, or its departure
 // when its patience runs out first (visitor.wait).
 func (s *sim) wait(v *simVisitor, now, d time.Duration) simNext {
+	if v.requeued {
+		// Back in line after its session: it stays until its browsing
+		// time is over.
+		if now+d >= v.until {
+			return simNext{at: ceilMS(max(v.until, now)), act: simLeave}
+		}
+		return simNext{at: now + ceilMS(d), act: simRequest, fixed: true}
+	}
 	if v.patience > 0 && now+d >= v.deadline {
 		return simNext{at: ceilMS(max(v.deadline, now)), act: simAbandon}
 	}

@@ -51,16 +51,26 @@ type Visitor struct {
 	// Admitted).
 	AdmittedSent time.Time `json:"admitted_sent,omitzero"`
 	// Requests are the send times of every request the origin answered,
-	// the admitting one first.
+	// the admitting one first. A request that came after the visitor's
+	// session ended was admitted anew (see Report).
 	Requests []time.Time `json:"requests,omitempty"`
+	// RequestAcks are the answer times of Requests, in the same order
+	// (empty: the answers came when the requests were sent, as in a
+	// simulation).
+	RequestAcks []time.Time `json:"request_acks,omitempty"`
 	// Abandoned is when a waiting visitor's patience ran out and it left
 	// (zero: it did not).
 	Abandoned time.Time `json:"abandoned,omitzero"`
-	// Requeued counts waiting answers an admitted visitor got instead of the
-	// origin. The visitor leaves at the first one.
+	// Requeued counts the times an admitted visitor got a waiting answer
+	// instead of the origin: it then waits in line again, as the new
+	// visitor usher takes it for, until it is admitted again or its
+	// browsing time is over.
 	Requeued int `json:"requeued,omitempty"`
 	// RequeuedAt is when the first such answer came back.
 	RequeuedAt time.Time `json:"requeued_at,omitzero"`
+	// Requeues are when each wait in line again began: the first waiting
+	// answer after each admission that got one.
+	Requeues []time.Time `json:"requeues,omitempty"`
 	// Left is when the visitor left, for whatever reason (zero: still
 	// there at the end of the timeline).
 	Left time.Time `json:"left,omitzero"`
@@ -162,6 +172,26 @@ func (v *Visitor) admittedSent() time.Time {
 		return v.Admitted
 	}
 	return v.AdmittedSent
+}
+
+// addRequest records a request the origin answered, sent at sent and
+// answered at ack.
+func (v *Visitor) addRequest(sent, ack time.Time) {
+	if len(v.RequestAcks) == 0 && ack.Equal(sent) {
+		v.Requests = append(v.Requests, sent)
+		return
+	}
+	v.RequestAcks = append(v.RequestAcks, v.Requests[len(v.RequestAcks):]...)
+	v.Requests = append(v.Requests, sent)
+	v.RequestAcks = append(v.RequestAcks, ack)
+}
+
+// requestAck is when the answer to Requests[i] came back.
+func (v *Visitor) requestAck(i int) time.Time {
+	if i < len(v.RequestAcks) {
+		return v.RequestAcks[i]
+	}
+	return v.Requests[i]
 }
 
 // sent is the earliest moment usher can have answered c.

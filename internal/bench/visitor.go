@@ -87,7 +87,7 @@ func (vs *visitor) live(ctx context.Context) {
 			vs.v.Admitted, vs.v.AdmittedSent = a.recv, a.sent
 			vs.queue(false)
 			vs.run.tally.admitted.Add(1)
-			vs.v.Requests = append(vs.v.Requests, a.sent)
+			vs.v.addRequest(a.sent, a.recv)
 			vs.noteOriginError(a)
 			vs.browse(ctx, admitted)
 			return
@@ -108,13 +108,20 @@ func (vs *visitor) live(ctx context.Context) {
 }
 
 // browse makes an admitted visitor's requests until Browse has elapsed
-// since admitted (real clock).
+// since admitted (real clock). Told to wait (its session ended during a
+// pause longer than the session: usher takes it for a new visitor), it
+// waits in line again, checking in as told, until it is admitted again or
+// its browsing time is over.
 func (vs *visitor) browse(ctx context.Context, admitted time.Time) {
 	m := &vs.run.model
 	until := admitted.Add(m.Browse.Sample(vs.rng))
 	errs := 0
+	var pause time.Duration // the next pause while back in line (zero: browsing)
 	for {
-		every := m.RequestEvery.Sample(vs.rng)
+		every := pause
+		if every == 0 {
+			every = m.RequestEvery.Sample(vs.rng)
+		}
 		if every <= 0 || !time.Now().Add(every).Before(until) {
 			if sleep(ctx, time.Until(until)) {
 				vs.v.Left = vs.run.now()
@@ -130,20 +137,26 @@ func (vs *visitor) browse(ctx context.Context, admitted time.Time) {
 		case answerCancelled:
 			return
 		case answerOrigin:
-			vs.v.Requests = append(vs.v.Requests, a.sent)
+			vs.v.addRequest(a.sent, a.recv)
 			vs.noteOriginError(a)
-			errs = 0
+			errs, pause = 0, 0
 		case answerWaiting:
-			vs.v.Requeued++
-			vs.v.RequeuedAt = a.recv
-			vs.v.Left = a.recv
-			vs.run.tally.left.Add(1)
-			return
+			if pause == 0 {
+				vs.v.Requeued++
+				if vs.v.RequeuedAt.IsZero() {
+					vs.v.RequeuedAt = a.recv
+				}
+				vs.v.Requeues = append(vs.v.Requeues, a.recv)
+			}
+			errs, pause = 0, max(a.checkIn.Refresh, time.Millisecond)
 		default:
 			vs.fail(a)
 			if errs++; errs >= vs.run.maxErrors {
 				vs.giveUp()
 				return
+			}
+			if pause > 0 {
+				pause = vs.run.retryDelay
 			}
 		}
 	}

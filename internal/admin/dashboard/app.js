@@ -11,6 +11,8 @@
   var MIN_SPAN = 60 * 1000; // the charts show at least a minute
   var WAIT_EVERY = 30 * 1000; // how often the wait percentiles are read
   var WAIT_SPAN = 30 * 60 * 1000; // over the last half hour
+  var HISTORY_SPAN = 60 * 60 * 1000; // the charts open with the last hour
+  var MINUTE = 60 * 1000;
   var RECONNECT = 2000;
   var MAX_BUFFER = 1 << 20; // a stream message larger than this ends it
 
@@ -140,7 +142,7 @@
     }, function () { /* the rooms' own views say the rest */ });
     clearInterval(waitTimer);
     waitTimer = setInterval(function () {
-      Object.keys(rooms).forEach(function (id) { readWaits(rooms[id]); });
+      Object.keys(rooms).forEach(function (id) { readAnalytics(rooms[id]); });
     }, WAIT_EVERY);
   }
 
@@ -210,7 +212,7 @@
         st = makeRoom(r);
         rooms[r.id] = st;
         $("rooms").appendChild(st.node);
-        readWaits(st);
+        readAnalytics(st);
       }
       st.samples.push({
         t: t, active: r.active, tau: r.total_active_users, adm: r.admitted_last_minute,
@@ -330,7 +332,7 @@
 
     var st = {
       id: id, node: node, badges: badges, ev: ev, fig: fig, charts: ch, qa: qa, su: su,
-      inputs: inputs, msg: msg, samples: [], waits: null, last: r, filled: false
+      inputs: inputs, msg: msg, samples: [], history: [], waits: null, last: r, filled: false
     };
     node.appendChild(makeManage(st));
     return st;
@@ -362,10 +364,21 @@
       st.filled = true;
     }
 
+    replot(st);
+  }
+
+  // replot draws the live charts: the minutes of the analytics from before
+  // the oldest snapshot (the hour before the page opened, then whatever
+  // the snapshots kept no longer cover), and the snapshots.
+  function replot(st) {
     var s = st.samples;
-    plot(st.charts.active, s, s.length ? s[s.length - 1].t : 0);
-    plot(st.charts.admissions, s, s.length ? s[s.length - 1].t : 0);
-    plot(st.charts.waiting, s, s.length ? s[s.length - 1].t : 0);
+    var now = s.length ? s[s.length - 1].t : Date.now();
+    var cut = s.length ? s[0].t : now;
+    var h = st.history.filter(function (p) { return p.t < cut && p.t > now - HISTORY_SPAN; });
+    var all = h.concat(s);
+    plot(st.charts.active, all, now, "", h.length);
+    plot(st.charts.admissions, all, now, "", h.length);
+    plot(st.charts.waiting, all, now, "", h.length);
   }
 
   function eventText(r) {
@@ -404,11 +417,14 @@
     return s < 120 ? s + " s" : Math.round(s / 60) + " min";
   }
 
-  // plot draws samples ({t, key: value}) on a chart, the newest at now.
-  function plot(c, samples, now, emptyText) {
+  // plot draws samples ({t, key: value}) on a chart, the newest at now;
+  // the first history of them come from the analytics (data-history).
+  function plot(c, samples, now, emptyText, history) {
     var svg = c.svg;
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
     svg.setAttribute("data-samples", String(samples.length));
+    svg.setAttribute("data-history", String(history || 0));
+    svg.setAttribute("data-first", samples.length ? String(samples[0].t) : "");
     var x0 = PL, x1 = W - PR, y0 = H - PB, y1 = PT;
     svg.appendChild(sv("line", { "class": "grid", x1: x0, y1: y0, x2: x1, y2: y0 }));
     svg.appendChild(sv("line", { "class": "grid", x1: x0, y1: y1, x2: x1, y2: y1 }));
@@ -450,11 +466,14 @@
     });
   }
 
-  // readWaits reads the room's wait percentiles for the last half hour.
-  function readWaits(st) {
+  // readAnalytics reads the room's analytics of the last hour, minute by
+  // minute: the wait percentiles of the last half hour, and the history
+  // the live charts open with (each minute's peak active and waiting
+  // users and its admissions, drawn at the minute's end).
+  function readAnalytics(st) {
     if (!token) { return; }
     var now = Date.now();
-    var q = "?from=" + encodeURIComponent(rfc3339(now - WAIT_SPAN)) +
+    var q = "?from=" + encodeURIComponent(rfc3339(now - HISTORY_SPAN)) +
       "&to=" + encodeURIComponent(rfc3339(now)) + "&step=minute";
     var c = st.charts.wait;
     api("GET", "/api/v1/rooms/" + encodeURIComponent(st.id) + "/analytics" + q).then(function (r) {
@@ -468,14 +487,19 @@
         plot(c, [], now, "wait data unavailable: " + errorText(r));
         return;
       }
-      var pts = [];
+      var pts = [], hist = [];
       (r.data.points || []).forEach(function (p) {
         var w = p.queue_wait_seconds;
         var t = typeof p.t === "number" ? p.t * 1000 : Date.parse(p.t);
-        if (!w || isNaN(t) || w.count === 0) { return; } // a minute with nobody admitted
+        if (isNaN(t)) { return; }
+        hist.push({ t: t + MINUTE, active: p.peak_active, adm: p.admissions, waiting: p.peak_waiting });
+        if (t < now - WAIT_SPAN) { return; }
+        if (!w || w.count === 0) { return; } // a minute with nobody admitted
         if (typeof w.p50 !== "number" && typeof w.p95 !== "number") { return; }
         pts.push({ t: t, p50: w.p50, p95: w.p95 });
       });
+      st.history = hist;
+      replot(st);
       c.svg.setAttribute("data-state", pts.length ? "data" : "none");
       plot(c, pts, now, "no wait data yet");
     }, function () {
@@ -509,6 +533,10 @@
       var before = room.settings ? room.settings[field] : undefined;
       var body = {};
       body[field] = after;
+      // Back to the config file's value: the override is dropped, not
+      // set to it, so that the room follows its file again.
+      var ov = room.overrides ? room.overrides[field] : undefined;
+      if (ov && canon(ov.file) === canon(after)) { body[field] = null; }
       confirmChange({
         what: "Room " + (st.last.name || st.id) + " (" + st.id + "): set " + field + ".",
         rows: [[field, before, after]],
