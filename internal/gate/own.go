@@ -55,6 +55,8 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 		g.serveStatus(w, r, arg)
 	case "invite":
 		g.serveInvite(w, r, arg)
+	case "auth":
+		g.fail(w, r, usher.Errorf(usher.ENotFound, "forward auth is answered on usher's private forward_auth.listen only, not here"))
 	case "page":
 		g.servePage(w, r, arg)
 	case "revoke":
