@@ -303,11 +303,41 @@ func runPathHarness(t *testing.T, rig *proxyRig, corpus []rawCase) []pathFinding
 		if a.header.Get("X-Usher-Page") != "" {
 			found = append(found, pathFinding{c, "the visitor got forward auth's nginx answer (X-Usher-Page)"})
 		}
+		if (strings.Contains(a.body, `"total_active_users"`) || strings.HasPrefix(a.body, "<svg")) && !literalOwn(c.target) {
+			found = append(found, pathFinding{c, fmt.Sprintf("answered as usher's own path (%d)", a.status)})
+		}
 		if out := a.header.Get("X-Usher-Outcome"); (out == "admit" || out == "pass") && len(hits) == 0 {
 			found = append(found, pathFinding{c, fmt.Sprintf("the visitor got forward auth's %q answer (%d)", out, a.status)})
 		}
 	}
 	return found
+}
+
+// literalOwn reports whether target's path is usher's own as every
+// server reads it: literally under /__usher/, only unreserved characters
+// and single slashes, no dot segment.
+func literalOwn(target string) bool {
+	if i := strings.Index(target, "://"); i >= 0 {
+		target = target[i+3:]
+		if j := strings.IndexByte(target, '/'); j >= 0 {
+			target = target[j:]
+		}
+	}
+	p, _, _ := strings.Cut(target, "?")
+	if !strings.HasPrefix(p, "/__usher/") || strings.Contains(p, "//") {
+		return false
+	}
+	for _, c := range p {
+		if !(c == '/' || c == '-' || c == '_' || c == '.' || c == '~' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // fillShop takes the shop's one place, asking usher's forward auth as a
@@ -328,19 +358,25 @@ func fillShop(t *testing.T, rig *proxyRig) {
 	}
 }
 
+// reverseProxyMode sends the corpus to usher's public listener itself:
+// usher as the reverse proxy in front of the origin.
+func reverseProxyMode(_ *testing.T, rig *proxyRig) { rig.proxyURL = "http://" + rig.usherAddr }
+
 // TestE2EPathDifferential runs the corpus through nginx, Caddy and
-// HAProxy with the recipes as shipped: with the shop full and no cookie,
-// nothing may reach the origin but the open room's pages with usher's
-// token, and no visitor may get a token or forward auth's answer.
+// HAProxy with the recipes as shipped, and to usher as the reverse proxy:
+// with the shop full and no cookie, nothing may reach the origin but the
+// open room's pages with usher's token, no visitor may get a token or
+// forward auth's answer, and only a path literally under /__usher/ is
+// answered as usher's own.
 func TestE2EPathDifferential(t *testing.T) {
 	if testing.Short() {
-		t.Skip("end-to-end: sends about 900 requests through each of three proxies")
+		t.Skip("end-to-end: sends about 1,500 requests through each of three proxies and to usher")
 	}
 	t.Parallel()
 	for _, px := range []struct {
 		name  string
 		start func(*testing.T, *proxyRig)
-	}{{"nginx", runNginxRecipe}, {"caddy", startCaddy}, {"haproxy", startHAProxy}} {
+	}{{"nginx", runNginxRecipe}, {"caddy", startCaddy}, {"haproxy", startHAProxy}, {"usher", reverseProxyMode}} {
 		t.Run(px.name, func(t *testing.T) {
 			t.Parallel()
 			rig := newProxyRigWith(t, pathRooms)
@@ -391,7 +427,7 @@ func attackTally(corpus []rawCase, found []pathFinding) string {
 		total[c.attack]++
 	}
 	through := map[string]map[string]bool{}
-	var origin, token, auth int
+	var origin, token, auth, own int
 	for _, f := range found {
 		if through[f.c.attack] == nil {
 			through[f.c.attack] = map[string]bool{}
@@ -402,10 +438,12 @@ func attackTally(corpus []rawCase, found []pathFinding) string {
 			origin++
 		case strings.Contains(f.what, "admission token"):
 			token++
+		case strings.HasPrefix(f.what, "answered as usher's own"):
+			own++
 		default:
 			auth++
 		}
 	}
-	return fmt.Sprintf("attack 1: %d of %d reached the origin; attack 7: %d of %d reached forward auth; findings: %d reached the origin, %d tokens, %d forward-auth answers",
-		len(through["1"]), total["1"], len(through["7"]), total["7"], origin, token, auth)
+	return fmt.Sprintf("attack 1: %d of %d reached the origin; attack 7: %d of %d reached forward auth; findings: %d reached the origin, %d tokens, %d forward-auth answers, %d own-path answers",
+		len(through["1"]), total["1"], len(through["7"]), total["7"], origin, token, auth, own)
 }
