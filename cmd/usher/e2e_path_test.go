@@ -28,8 +28,12 @@ import (
 // one place is taken (and it stays taken for the run), and "open", with
 // room for everyone, under /open, so that a visitor who reached forward
 // auth directly would get an admission token to show for it.
+// The shop lets in, unasked, visitors from the country "XX" by the
+// X-Country header: the recipes clear a client's copy (issue 21, attack
+// 6), so a client claiming it still waits.
 const pathRooms = `listen: %s
 trusted_proxies: [127.0.0.1/8]
+country_header: X-Country
 store:
   embedded:
     path: %s
@@ -53,6 +57,10 @@ rooms:
     session_duration: 30m
     disable_session_renewal: true
     refresh_interval: 2s
+    rules:
+      - description: a country the proxy vouches for (the recipes never pass a client's X-Country)
+        expression: country == "XX"
+        action: bypass_waiting_room
 `
 
 // rawCase is one request of the corpus, written as it goes on the wire.
@@ -373,13 +381,18 @@ func TestE2EPathDifferential(t *testing.T) {
 		t.Skip("end-to-end: sends about 1,500 requests through each of three proxies and to usher")
 	}
 	t.Parallel()
+	// usher alone is reached by visitors directly: none of them is a
+	// trusted proxy, and no header names their country.
+	alone := strings.NewReplacer("trusted_proxies: [127.0.0.1/8]\n", "", "country_header: X-Country\n", "").Replace(pathRooms)
 	for _, px := range []struct {
-		name  string
-		start func(*testing.T, *proxyRig)
-	}{{"nginx", runNginxRecipe}, {"caddy", startCaddy}, {"haproxy", startHAProxy}, {"usher", reverseProxyMode}} {
+		name   string
+		config string
+		start  func(*testing.T, *proxyRig)
+	}{{"nginx", pathRooms, runNginxRecipe}, {"caddy", pathRooms, startCaddy}, {"haproxy", pathRooms, startHAProxy},
+		{"usher", alone, reverseProxyMode}} {
 		t.Run(px.name, func(t *testing.T) {
 			t.Parallel()
-			rig := newProxyRigWith(t, pathRooms)
+			rig := newProxyRigWith(t, px.config)
 			px.start(t, rig)
 			fillShop(t, rig)
 			corpus := pathCorpus(rig.listenAddr())
