@@ -74,6 +74,7 @@ type originHit struct {
 	token    string
 	hasToken bool
 	cookie   string // the Cookie headers, joined with "; "
+	header   http.Header
 }
 
 // recordingOrigin answers every request with a small page naming the path
@@ -85,7 +86,7 @@ type recordingOrigin struct {
 
 func (o *recordingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, has := r.Header[tokenHeader]
-	h := originHit{path: r.URL.Path, hasToken: has, cookie: strings.Join(r.Header.Values("Cookie"), "; ")}
+	h := originHit{path: r.URL.Path, hasToken: has, cookie: strings.Join(r.Header.Values("Cookie"), "; "), header: r.Header.Clone()}
 	if has {
 		h.token = strings.Join(tok, ",")
 	}
@@ -411,14 +412,23 @@ func checkForwardAuth(t *testing.T, rig *proxyRig, waitStatus int) {
 	// Their next request, with a token of their own making: the cookie
 	// is known (the same visitor id, no new admission), the origin gets
 	// usher's token and never theirs.
-	a = first.get(t, site, "/cart", tokenHeader, forgedToken, "Cookie", "site=1")
+	a = first.get(t, site, "/cart", tokenHeader, forgedToken, "Cookie", "site=1", "X-Country", "XX", "X-Real-IP", "6.6.6.6",
+		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Forwarded-For", "6.6.6.6", "X-Forwarded-Host", "evil.example")
 	if a.status != 200 || !a.fromOrigin() {
 		t.Fatalf("first visitor, second request: want the origin's page, got %v", a)
 	}
 	// usher's cookies are usher's: the origin gets the visitor's others
 	// (issue 22).
-	if hit, _ := rig.origin.last("/cart"); strings.Contains(hit.cookie, "__usher_") || !strings.Contains(hit.cookie, "site=1") {
+	hit, _ := rig.origin.last("/cart")
+	if strings.Contains(hit.cookie, "__usher_") || !strings.Contains(hit.cookie, "site=1") {
 		t.Fatalf("first visitor, second request: the origin got Cookie %q: want site=1 without usher's cookies", hit.cookie)
+	}
+	// The client's copies of the proxy's headers never reach the origin
+	// (issue 21): the proxy sets them or drops them.
+	for _, name := range []string{"X-Country", "X-Real-Ip", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host"} {
+		if v := strings.Join(hit.header.Values(name), ", "); strings.Contains(v, "6.6.6.6") || strings.Contains(v, "evil.example") || v == "XX" {
+			t.Errorf("first visitor, second request: the origin got the client's %s: %q", name, v)
+		}
 	}
 	if again := checkToken("first visitor, second request", "/cart"); again != sub {
 		t.Fatalf("first visitor, second request: visitor %s, then %s: the cookie was not kept", sub, again)
