@@ -88,6 +88,9 @@ func (g *Gate) routeFor(r *http.Request, ip netip.Addr, scheme, host string) (Ma
 	paths := rd.paths
 	m.Path, m.Paths, m.own, m.ownRest = paths[0], paths, rd.own, rd.rest
 	if i := g.routes.match(m.Host, paths); i >= 0 {
+		if g.routes.ambiguous(m.Host, paths, i) {
+			return m, errAmbiguous
+		}
 		m.Room, m.Route = g.routes[i].room, g.routes[i].orig
 		if !m.Room.PathCaseSensitive {
 			for _, p := range paths {

@@ -42,6 +42,8 @@ func TestOwnPaths(t *testing.T) {
 		{"/__usher/status/sale;x", 400, "application/json"},
 		{"/__usher/status/%73ale", 400, "application/json"},
 		{"/__usher/STATUS/sale", 404, "application/json"},
+		{"/sale#/../__usher/status/sale", 400, "application/json"},
+		{"/__usher/status/sale#x", 400, "application/json"},
 		{"/__usher/assets/", 404, ""},
 		{"/__usher/nothing", 404, "application/json"},
 		{"/__usher", 404, "application/json"},

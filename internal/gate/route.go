@@ -80,6 +80,26 @@ func (t table) match(host string, paths []string) int {
 	return best
 }
 
+// ambiguous reports whether some reading in paths matches a route of
+// another room than route best's (match's answer for all of them): the
+// proxy or the origin could read the request as a page of either room, and
+// no one room's decision covers it.
+func (t table) ambiguous(host string, paths []string, best int) bool {
+	if len(paths) < 2 || best < 0 {
+		return false
+	}
+	for _, p := range paths {
+		if i := t.match(host, []string{p}); i >= 0 && t[i].room != t[best].room {
+			return true
+		}
+	}
+	return false
+}
+
+// errAmbiguous refuses a path whose readings fall in two rooms.
+var errAmbiguous = usher.Errorf(usher.EInvalid,
+	"the request path reads as pages of two rooms (its encoded slashes, backslashes or ';' parameters read either way): send it without them")
+
 // underPrefix reports whether p is prefix or below it at a segment
 // boundary; prefix has no trailing slash except for "/".
 func underPrefix(p, prefix string) bool {
@@ -116,7 +136,9 @@ var errOwnSpelling = usher.Errorf(usher.EInvalid,
 // including one that decodes, folds or cleans to OwnPrefix
 // ("/__USHER/x", "/%5f%5fusher/x", "/x/../__usher/x", "//__usher/x"), is
 // not usher's: it is routed and decided as the page of the room it could
-// become, on the readings of requestPaths.
+// become, on the readings of requestPaths. A path holding a '#' as sent
+// is refused (errFragment): a browser never sends one, and servers differ
+// on whether it ends the path.
 func readPath(u *url.URL) (pathReading, error) {
 	esc := u.EscapedPath()
 	if esc == OwnPrefix[:len(OwnPrefix)-1] || strings.HasPrefix(esc, OwnPrefix) {
@@ -126,12 +148,20 @@ func readPath(u *url.URL) (pathReading, error) {
 		rest := strings.TrimPrefix(esc[len(OwnPrefix)-1:], "/")
 		return pathReading{paths: []string{esc}, own: true, rest: rest}, nil
 	}
+	if strings.IndexByte(u.RawPath, '#') >= 0 {
+		// A '#' as sent (not %23): some servers end the path there, as at
+		// a fragment, and others do not.
+		return pathReading{}, errFragment
+	}
 	paths, err := requestPaths(u)
 	if err != nil {
 		return pathReading{}, usher.Errorf(usher.EInvalid, "the request path is not valid")
 	}
 	return pathReading{paths: paths}, nil
 }
+
+// errFragment refuses a request path holding a raw '#'.
+var errFragment = usher.Errorf(usher.EInvalid, "the request path must not hold a '#' (send it as %%23)")
 
 // ownLiteral reports whether esc, an escaped path under OwnPrefix, is
 // spelled so that every server reads it as it is: only unreserved
