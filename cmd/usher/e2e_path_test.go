@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -119,7 +121,8 @@ var pagePaths = []string{
 	"/beer%00", "/beer%", "/beer%zz", "/open", "/open/x", "/OPEN/x", "/%6fpen/x", "/open/../beer", "/open/..%2fbeer",
 	"/open%2f..%2fbeer", "/open/..;/beer", "/open;x/../beer", "/open\\..\\beer", "/open/%2e%2e/beer", "/_usher_auth",
 	"/_usher_auth?x=1", "/%5fusher_auth", "/@usher_wait", "/static/app.css", "*", "/beer?mode=nginx", "/beer?mode=NGINX&x=1",
-	"/open/x?mode=nginx",
+	"/open/x?mode=nginx", "/beer#/../open/x", "/beer#x", "/open#/../beer", "/beer%23/../open/x", "/__usher/assets/usher.svg#x",
+	"/open/x#", "/beer?#/../open/x",
 }
 
 // attackHeaders are header lines a lying client adds: the headers a
@@ -298,7 +301,15 @@ func runPathHarness(t *testing.T, rig *proxyRig, corpus []rawCase) []pathFinding
 				found = append(found, pathFinding{c, fmt.Sprintf("reached the origin as %q without a token", h.path)})
 				continue
 			}
-			if _, err := keys.Verify(h.token); err != nil || !strings.HasPrefix(strings.ToLower(h.path), "/open") {
+			// The origin's readings: the path cleaned, and the target cut
+			// at a '#' as origins that parse it as a URL read it.
+			cut, _, _ := strings.Cut(h.target, "#")
+			cut, _, _ = strings.Cut(cut, "?")
+			if dec, err := url.PathUnescape(cut); err == nil {
+				cut = dec
+			}
+			if _, err := keys.Verify(h.token); err != nil || !strings.HasPrefix(strings.ToLower(path.Clean(h.path)), "/open") ||
+				!strings.HasPrefix(strings.ToLower(path.Clean(cut)), "/open") {
 				found = append(found, pathFinding{c, fmt.Sprintf("reached the origin as %q with a token not of the open room (%v)", h.path, err)})
 			}
 		}

@@ -75,6 +75,7 @@ type originHit struct {
 	hasToken bool
 	cookie   string // the Cookie headers, joined with "; "
 	header   http.Header
+	target   string // the request target as sent
 }
 
 // recordingOrigin answers every request with a small page naming the path
@@ -86,7 +87,7 @@ type recordingOrigin struct {
 
 func (o *recordingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, has := r.Header[tokenHeader]
-	h := originHit{path: r.URL.Path, hasToken: has, cookie: strings.Join(r.Header.Values("Cookie"), "; "), header: r.Header.Clone()}
+	h := originHit{path: r.URL.Path, hasToken: has, cookie: strings.Join(r.Header.Values("Cookie"), "; "), header: r.Header.Clone(), target: r.RequestURI}
 	if has {
 		h.token = strings.Join(tok, ",")
 	}
