@@ -39,6 +39,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzRequestID ./internal/server
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./internal/guard
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzOutHeader ./internal/gate
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzRequestPath ./internal/gate
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./internal/token
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzVerify ./verify
 	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMIN=$(FUZZMIN) ./scripts/fuzz.sh FuzzWaitingJSONAsMarshal ./internal/gate

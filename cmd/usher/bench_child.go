@@ -56,6 +56,7 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "usher: the embedded store's directory")
 	rooms := fs.String("rooms", "", "usher: a file with the rooms' YAML (%s where the origin goes)")
 	trusted := fs.String("trusted", "", "usher: trusted proxies, comma-separated")
+	forwardAuth := fs.String("forward-auth", "", "usher: the private forward-auth listener's address (forward_auth.listen)")
 	refresh := fs.Duration("refresh", 20*time.Second, "static: the first interval")
 	maxRefresh := fs.Duration("max-refresh", 2*time.Minute, "static: the longest interval")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -148,6 +149,7 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		if *trusted != "" {
 			cfg.TrustedProxies = strings.Split(*trusted, ",")
 		}
+		cfg.ForwardAuth.Listen = *forwardAuth
 		inner := &Main{Stdout: io.Discard, Stderr: m.Stderr, Ready: func(pub, _ string) {
 			fmt.Fprintf(m.Stdout, "listening %s\n", pub)
 		}}

@@ -200,8 +200,12 @@ func startNginxBench(ctx context.Context, bin string, env *selfEnv) (*nginxBench
 	if err != nil {
 		return fail(err)
 	}
+	if env.authAddr == "" {
+		return fail(fmt.Errorf("nginx bench: usher has no forward-auth listener"))
+	}
 	site, err := integrations.Recipe("nginx.conf", map[string]string{"{{LISTEN}}": usherAddr,
-		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://")})
+		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{USHER_AUTH}}": env.authAddr,
+		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://")})
 	if err != nil {
 		return fail(err)
 	}

@@ -42,6 +42,9 @@ type selfEnv struct {
 	// usherProc is usher's process when it runs in its own
 	// (selfOptions.separate), nil when it runs in this one.
 	usherProc *childTarget
+	// authAddr is usher's private forward-auth listener (host:port) when
+	// it runs in its own process, for nginx's recipe; empty otherwise.
+	authAddr string
 	// redis is usher's store when it runs on Redis (selfOptions.redis),
 	// for its call counter; nil on the embedded store.
 	redis *redis.Store
@@ -164,8 +167,11 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		if err := os.WriteFile(roomsFile, []byte(rooms), 0o600); err != nil {
 			return fail(err)
 		}
+		if env.authAddr, err = freeLoopback(); err != nil {
+			return fail(err)
+		}
 		if env.usherProc, err = startChild(ctx, "usher", "--dir", filepath.Join(dir, "store"), "--rooms", roomsFile,
-			"--origin", env.originURL, "--trusted", strings.Join(opts.trusted, ",")); err != nil {
+			"--origin", env.originURL, "--trusted", strings.Join(opts.trusted, ","), "--forward-auth", env.authAddr); err != nil {
 			return fail(err)
 		}
 		closers = append(closers, func() error { env.usherProc.stop(); return nil })

@@ -20,7 +20,7 @@ func TestE2EForwardAuthConflictingURIs(t *testing.T) {
 	rig := newProxyRig(t)
 	// Fill the room's one place.
 	first := newVisitor(t, "first", wantHTML)
-	req, _ := http.NewRequest(http.MethodGet, "http://"+rig.usherAddr+"/__usher/auth?mode=nginx", nil)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+rig.authAddr+"/__usher/auth?mode=nginx", nil)
 	req.Header.Set("X-Original-URI", "/beer")
 	req.Header.Set("X-Forwarded-Host", "shop.example")
 	resp, err := first.client.Do(req)

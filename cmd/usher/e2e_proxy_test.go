@@ -73,6 +73,9 @@ type originHit struct {
 	path     string
 	token    string
 	hasToken bool
+	cookie   string // the Cookie headers, joined with "; "
+	header   http.Header
+	target   string // the request target as sent
 }
 
 // recordingOrigin answers every request with a small page naming the path
@@ -84,7 +87,7 @@ type recordingOrigin struct {
 
 func (o *recordingOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, has := r.Header[tokenHeader]
-	h := originHit{path: r.URL.Path, hasToken: has}
+	h := originHit{path: r.URL.Path, hasToken: has, cookie: strings.Join(r.Header.Values("Cookie"), "; "), header: r.Header.Clone(), target: r.RequestURI}
 	if has {
 		h.token = strings.Join(tok, ",")
 	}
@@ -127,6 +130,9 @@ type proxyRig struct {
 	usherAddr  string
 	originAddr string
 	origin     *recordingOrigin
+	// authAddr is usher's private forward-auth listener
+	// (forward_auth.listen), host:port.
+	authAddr string
 	// proxyURL is the site through the proxy: http://host:port.
 	proxyURL string
 }
@@ -139,7 +145,9 @@ func newProxyRig(t *testing.T) *proxyRig {
 }
 
 // newProxyRigWith starts the origin and usher with config, a format with
-// %s for usher's address, its store's directory and the origin's URL.
+// %s for usher's address, its store's directory and the origin's URL;
+// usher's private forward-auth listener (forward_auth.listen, which the
+// recipes ask) is added to it.
 func newProxyRigWith(t *testing.T, configFormat string) *proxyRig {
 	t.Helper()
 	rig := &proxyRig{dir: t.TempDir(), origin: &recordingOrigin{}}
@@ -147,9 +155,11 @@ func newProxyRigWith(t *testing.T, configFormat string) *proxyRig {
 	t.Cleanup(srv.Close)
 	rig.originAddr = strings.TrimPrefix(srv.URL, "http://")
 	rig.usherAddr = freeAddr(t)
+	rig.authAddr = freeAddr(t)
 	rig.proxyURL = "http://" + freeAddr(t)
 	config := filepath.Join(rig.dir, "usher.yaml")
-	body := fmt.Sprintf(configFormat, rig.usherAddr, filepath.Join(rig.dir, "data"), srv.URL)
+	body := fmt.Sprintf(configFormat, rig.usherAddr, filepath.Join(rig.dir, "data"), srv.URL) +
+		fmt.Sprintf("forward_auth:\n  listen: %s\n", rig.authAddr)
 	if err := os.WriteFile(config, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +173,13 @@ func (rig *proxyRig) listenAddr() string { return strings.TrimPrefix(rig.proxyUR
 
 // recipe returns the documented file docs/integrations/name with its
 // placeholders filled in: {{LISTEN}} the proxy's address, {{USHER}}
-// usher's, {{ORIGIN}} the origin's, each host:port, and {{SITE}} the
-// site's address as Caddy takes it (http://host:port: no certificate).
+// usher's, {{USHER_AUTH}} usher's private forward-auth listener's,
+// {{ORIGIN}} the origin's, each host:port, and {{SITE}} the site's address
+// as Caddy takes it (http://host:port: no certificate).
 func (rig *proxyRig) recipe(t *testing.T, name string) string {
 	t.Helper()
 	s, err := integrations.Recipe(name, map[string]string{"{{LISTEN}}": rig.listenAddr(), "{{USHER}}": rig.usherAddr,
-		"{{ORIGIN}}": rig.originAddr, "{{SITE}}": rig.proxyURL})
+		"{{USHER_AUTH}}": rig.authAddr, "{{ORIGIN}}": rig.originAddr, "{{SITE}}": rig.proxyURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,9 +413,23 @@ func checkForwardAuth(t *testing.T, rig *proxyRig, waitStatus int) {
 	// Their next request, with a token of their own making: the cookie
 	// is known (the same visitor id, no new admission), the origin gets
 	// usher's token and never theirs.
-	a = first.get(t, site, "/cart", tokenHeader, forgedToken)
+	a = first.get(t, site, "/cart", tokenHeader, forgedToken, "Cookie", "site=1", "X-Country", "XX", "X-Real-IP", "6.6.6.6",
+		"Forwarded", "for=6.6.6.6;host=evil.example", "X-Forwarded-For", "6.6.6.6", "X-Forwarded-Host", "evil.example")
 	if a.status != 200 || !a.fromOrigin() {
 		t.Fatalf("first visitor, second request: want the origin's page, got %v", a)
+	}
+	// usher's cookies are usher's: the origin gets the visitor's others
+	// (issue 22).
+	hit, _ := rig.origin.last("/cart")
+	if strings.Contains(hit.cookie, "__usher_") || !strings.Contains(hit.cookie, "site=1") {
+		t.Fatalf("first visitor, second request: the origin got Cookie %q: want site=1 without usher's cookies", hit.cookie)
+	}
+	// The client's copies of the proxy's headers never reach the origin
+	// (issue 21): the proxy sets them or drops them.
+	for _, name := range []string{"X-Country", "X-Real-Ip", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host"} {
+		if v := strings.Join(hit.header.Values(name), ", "); strings.Contains(v, "6.6.6.6") || strings.Contains(v, "evil.example") || v == "XX" {
+			t.Errorf("first visitor, second request: the origin got the client's %s: %q", name, v)
+		}
 	}
 	if again := checkToken("first visitor, second request", "/cart"); again != sub {
 		t.Fatalf("first visitor, second request: visitor %s, then %s: the cookie was not kept", sub, again)

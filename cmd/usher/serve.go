@@ -149,6 +149,10 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 	if fa != nil {
 		h := server.RequestIDFunc(n.st.trusted, server.Recover(log, http.HandlerFunc(n.st.serveAuth)))
 		serve(fa, func() error { return server.Serve(ctx, fa, h, log.With("listener", "forward-auth")) })
+	} else {
+		// A proxy configured for the forward auth of earlier versions
+		// asks the public listener, which answers 404 now: say why.
+		log.Info("forward auth is off: no forward_auth.listen (the public listener answers /__usher/auth 404)")
 	}
 	if adm != nil {
 		ah := admin.New(admin.Options{

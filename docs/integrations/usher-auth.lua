@@ -3,11 +3,12 @@
 -- docs/integrations/haproxy.md explains it; haproxy.cfg beside it loads it.
 -- This file is the one usher's tests run (cmd/usher/e2e_proxy_haproxy_test.go).
 --
---   http-request lua.usher-auth <usher host:port>
---       asks usher's /__usher/auth about the request. Let through (2xx):
---       the request goes on with usher's X-Usher-Admission (a client's own
---       is always removed) and the ticket's Set-Cookie is kept for the
---       response. Not yet (any other answer): usher's answer (the waiting
+--   http-request lua.usher-auth <usher forward_auth.listen host:port>
+--       asks usher's /__usher/auth, on usher's private forward-auth
+--       listener, about the request. Let through (2xx): the request goes
+--       on with usher's X-Usher-Admission (a client's own is always
+--       removed), without usher's cookies (the origin gets the visitor's
+--       others), and the ticket's Set-Cookie is kept for the response. Not yet (any other answer): usher's answer (the waiting
 --       page, its JSON, the reject page) goes to the visitor as it is.
 --       usher unreachable: 503, nobody let through.
 --   http-response lua.usher-cookies
@@ -17,6 +18,10 @@
 -- format and language, the user agent (for rules), an app's proof-of-work
 -- solution. Add any header a bypass rule of yours reads.
 local pass = { "cookie", "accept", "accept-language", "user-agent", "x-usher-pow" }
+
+-- The country header for usher's rules (country_header in usher's
+-- config) is not passed: set headers["x-country"] in usher-auth below from
+-- a source you trust (never from the visitor's request).
 
 -- Headers of usher's answer that belong to that connection only.
 local hop = { ["connection"] = true, ["keep-alive"] = true, ["transfer-encoding"] = true,
@@ -34,6 +39,19 @@ local function values(v)
 		for _, k in ipairs(keys) do out[#out + 1] = v[k] end
 	end
 	return out
+end
+
+-- withoutUsher returns the cookie header values without usher's cookies
+-- (__usher_wr, __usher_wr_<suffix>, __usher_pow...), joined in one value.
+local function withoutUsher(vals)
+	local kept = {}
+	for _, v in ipairs(vals) do
+		for part in string.gmatch(v, "[^;]+") do
+			local c = part:gsub("^%s+", ""):gsub("%s+$", "")
+			if c ~= "" and not c:find("^__usher_") then kept[#kept + 1] = c end
+		end
+	end
+	return table.concat(kept, "; ")
 end
 
 core.register_action("usher-auth", { "http-req" }, function(txn, usher)
@@ -63,6 +81,11 @@ core.register_action("usher-auth", { "http-req" }, function(txn, usher)
 		local token = values(rh["x-usher-admission"])[1]
 		if token and token ~= "" then
 			txn.http:req_set_header("x-usher-admission", token)
+		end
+		if req["cookie"] then
+			local rest = withoutUsher(values(req["cookie"]))
+			txn.http:req_del_header("cookie")
+			if rest ~= "" then txn.http:req_set_header("cookie", rest) end
 		end
 		local cookies = values(rh["set-cookie"])
 		if #cookies > 0 then txn:set_priv(cookies) end

@@ -51,9 +51,10 @@ type Config struct {
 	// Reloadable for what a reload may change). False: the config is read
 	// once, at start.
 	WatchConfig bool
-	// ForwardAuth is a private listener that answers only forward auth
-	// (see gate.AuthPath), for a proxy that should not reach the public
-	// one. Zero: none (forward auth is still at /__usher/auth on listen).
+	// ForwardAuth is the private listener that answers forward auth (see
+	// gate.AuthPath) for a proxy in front of the site: the only place
+	// forward auth is answered. Zero: none, and usher cannot be used
+	// beside a proxy (the public listener answers /__usher/auth 404).
 	ForwardAuth ForwardAuth
 	// AdmissionToken is the signed token admitted requests carry to the
 	// origin (and forward-auth answers to the proxy).

@@ -73,7 +73,7 @@ func (c *Config) Explain(w io.Writer) error {
 		}
 	}
 	if fa := c.ForwardAuth.Listen; fa != "" {
-		fmt.Fprintf(&b, "Proxies ask about each request at %s (forward auth; every peer of that listener is trusted), as at /__usher/auth on %s.\n", fa, c.Listen)
+		fmt.Fprintf(&b, "Proxies ask about each request at %s/__usher/auth (forward auth; every peer of that listener is trusted: bind it where only the proxy reaches it); the public listener %s does not answer forward auth.\n", fa, c.Listen)
 	}
 	if at := c.AdmissionToken; !at.Disabled {
 		fmt.Fprintf(&b, "Admitted requests carry a signed admission token in %s for the origin to check (keys at /__usher/jwks.json).\n",

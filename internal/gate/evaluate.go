@@ -48,6 +48,11 @@ type Match struct {
 	TrustedPeer bool
 	// At is the time of the decision.
 	At time.Time
+
+	// own reports a path that is usher's own, and ownRest what follows
+	// OwnPrefix (readPath): answered by usher, never decided or proxied.
+	own     bool
+	ownRest string
 }
 
 // Evaluate routes r and decides it: the one decision function of the gate,
@@ -82,12 +87,16 @@ func (g *Gate) route(r *http.Request) (Match, error) {
 func (g *Gate) routeFor(r *http.Request, ip netip.Addr, scheme, host string) (Match, error) {
 	var m Match
 	m.ClientIP, m.Scheme, m.Host = ip, scheme, host
-	paths, err := requestPaths(r.URL)
+	rd, err := readPath(r.URL)
 	if err != nil {
-		return m, usher.Errorf(usher.EInvalid, "the request path is not valid")
+		return m, err
 	}
-	m.Path, m.Paths = paths[0], paths
+	paths := rd.paths
+	m.Path, m.Paths, m.own, m.ownRest = paths[0], paths, rd.own, rd.rest
 	if i := g.routes.match(m.Host, paths); i >= 0 {
+		if g.routes.ambiguous(m.Host, paths, i) {
+			return m, errAmbiguous
+		}
 		m.Room, m.Route = g.routes[i].room, g.routes[i].orig
 		if !m.Room.PathCaseSensitive {
 			for _, p := range paths {

@@ -14,11 +14,12 @@ import (
 	"github.com/usherhq/usher/internal/server"
 )
 
-// AuthPath is the forward-auth endpoint on the public listener. A proxy in
-// front of the site (nginx auth_request, Caddy forward_auth, Traefik
-// ForwardAuth, Envoy ext_authz) asks it about each request; usher answers
-// from the same decision the reverse proxy makes (Evaluate), rendered for
-// the proxy:
+// AuthPath is the forward-auth endpoint, answered on the private
+// forward-auth listener only (ForwardAuth; config forward_auth.listen): the
+// public listener answers it 404 in every spelling. A proxy in front of
+// the site (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth,
+// Envoy ext_authz) asks it about each request; usher answers from the same
+// decision the reverse proxy makes (Evaluate), rendered for the proxy:
 //
 //   - let through (admitted, or no room, a suspended room, a bypass rule):
 //     200 with the ticket's Set-Cookie and the admission token in its
@@ -31,8 +32,8 @@ import (
 //     401 with X-Usher-Page, the path of a signed page (PagePath) that
 //     nginx's error_page fetches and shows.
 //
-// The original request comes from the proxy's headers, believed only from
-// trusted_proxies: X-Forwarded-Method or X-Original-Method,
+// The original request comes from the proxy's headers (every peer of the
+// private listener is trusted for them): X-Forwarded-Method or X-Original-Method,
 // X-Forwarded-Uri or X-Original-URI (or, for Envoy, the path after
 // AuthPath), X-Forwarded-Host (else Host), X-Forwarded-Proto and
 // X-Forwarded-For; its Cookie, Accept, Accept-Language and User-Agent
@@ -57,26 +58,47 @@ var authHeaders = []string{"X-Forwarded-Method", "X-Original-Method", "X-Forward
 	"X-Original-Url", "X-Forwarded-Host", "X-Original-Host", "X-Forwarded-Proto", "X-Forwarded-For",
 	"X-Forwarded-Port", "X-Forwarded-Prefix", "X-Real-Ip", "Forwarded", "Content-Length"}
 
-// ForwardAuth returns the forward-auth handler for a private listener: the
-// same answers as AuthPath, but every peer of that listener is trusted for
-// the forwarded headers (bind it to an address only the proxy reaches).
-// Requests under OwnPrefix other than the forward-auth endpoint get their
+// ForwardAuth returns the handler of the private forward-auth listener:
+// every peer of it is trusted for the forwarded headers (bind it to an
+// address only the proxy reaches). It answers forward auth at AuthPath
+// (and, for Envoy, below it) and at any path that is not usher's own;
+// usher's own paths (the page notes of nginx mode, the assets) get their
 // usual answers.
 func (g *Gate) ForwardAuth() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := cleanPath(r.URL.Path)
-		if own, rest := ownPath(p); own && !strings.EqualFold(rest, "auth") && !strings.HasPrefix(strings.ToLower(rest), "auth/") {
-			g.serveOwn(w, r, rest)
+		if isAuth(r.URL.EscapedPath()) {
+			g.serveAuth(w, r)
 			return
 		}
-		g.serveAuth(w, r, true)
+		rd, err := readPath(r.URL)
+		if err != nil {
+			g.fail(w, r, err)
+			return
+		}
+		if rd.own {
+			g.serveOwn(w, r, rd.rest)
+			return
+		}
+		g.serveAuth(w, r)
 	})
 }
 
+// isAuth reports whether the escaped path esc is AuthPath or below it,
+// letter case included.
+func isAuth(esc string) bool {
+	return strings.HasPrefix(esc, AuthPath) && (len(esc) == len(AuthPath) || esc[len(AuthPath)] == '/')
+}
+
 // serveAuth answers one forward-auth request.
-func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool) {
+//
+// The original request is read once (readPath), as the origin will get
+// it: only a path sent literally under OwnPrefix, in the one spelling
+// every server reads alike, is let through as usher's own (the proxy sends
+// it to usher); any other spelling of it is either refused or decided as
+// the page of the room it could become.
+func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	orig, ip, scheme, host, err := g.originalRequest(r, trustPeer)
+	orig, ip, scheme, host, err := g.originalRequest(r)
 	if err != nil {
 		g.fail(w, r, err)
 		return
@@ -88,8 +110,14 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request, trustPeer bool)
 	}
 	m.Auth = true
 	m.TrustedPeer = true // originalRequest answers trusted peers only
-	if own, _ := ownPath(m.Path); own {
-		// usher's own paths (the page's assets): always through.
+	if m.own {
+		if isAuth(orig.URL.EscapedPath()) {
+			// A visitor asking for the questions: never through.
+			g.fail(w, r, usher.Errorf(usher.ENotFound, "no such page"))
+			return
+		}
+		// usher's own paths (the page's assets), literally: through, to
+		// usher.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -134,11 +162,13 @@ func (g *Gate) render(w http.ResponseWriter, r *http.Request, m Match, d usher.D
 
 // originalRequest rebuilds the request a proxy asks about, with the
 // client's address, the scheme and the host, from the forward-auth request
-// r. Its headers are r's (the visitor's) without the proxy's own.
-func (g *Gate) originalRequest(r *http.Request, trustPeer bool) (*http.Request, netip.Addr, string, string, error) {
+// r, asked on the private listener: its peer is trusted, as are
+// trusted_proxies. Its headers are r's (the visitor's) without the proxy's
+// own.
+func (g *Gate) originalRequest(r *http.Request) (*http.Request, netip.Addr, string, string, error) {
 	peer := server.PeerAddr(r)
 	trusted := g.trusted
-	if trustPeer && peer.IsValid() {
+	if peer.IsValid() {
 		trusted = append(append([]netip.Prefix(nil), trusted...), netip.PrefixFrom(peer, peer.BitLen()))
 	}
 	if !server.IsTrusted(peer, trusted) {
@@ -187,7 +217,7 @@ func (g *Gate) originalRequest(r *http.Request, trustPeer bool) (*http.Request, 
 		// Envoy's ext_authz appends the original path to its path prefix,
 		// and keeps the method.
 		esc := r.URL.EscapedPath()
-		if len(esc) > len(AuthPath) && strings.EqualFold(esc[:len(AuthPath)], AuthPath) && esc[len(AuthPath)] == '/' {
+		if len(esc) > len(AuthPath) && isAuth(esc) {
 			uri = esc[len(AuthPath):]
 			if r.URL.RawQuery != "" {
 				uri += "?" + r.URL.RawQuery

@@ -1,7 +1,6 @@
 package gate_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,10 +18,12 @@ import (
 	"github.com/usherhq/usher/internal/token"
 )
 
-// authStack is a gate used only through forward auth, as a proxy would.
+// authStack is a gate used only through forward auth, as a proxy would:
+// url is its private forward-auth listener, public its public one.
 type authStack struct {
-	url   string
-	store *local.Store
+	url    string
+	public string
+	store  *local.Store
 }
 
 func newAuthStack(t *testing.T, rooms ...*usher.Room) *authStack {
@@ -42,9 +43,11 @@ func newAuthStack(t *testing.T, rooms ...*usher.Room) *authStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(g)
+	srv := httptest.NewServer(g.ForwardAuth())
 	t.Cleanup(srv.Close)
-	return &authStack{url: srv.URL, store: st}
+	pub := httptest.NewServer(g)
+	t.Cleanup(pub.Close)
+	return &authStack{url: srv.URL, public: pub.URL, store: st}
 }
 
 type authAnswer struct {
@@ -184,27 +187,70 @@ func TestForwardAuthBadInput(t *testing.T) {
 	if got := a.ask(t, gate.AuthPath, map[string]string{"X-Original-Url": "https://shop.example/drop/x?y=1", "X-Forwarded-Host": "shop.example"}); got.status != 200 {
 		t.Errorf("an absolute X-Original-URL: %d %q", got.status, got.body)
 	}
-	// An untrusted peer: the gate trusts only 10/8 here.
-	st, _ := local.Open(local.Options{})
-	defer st.Close()
-	keys := []usher.Key{mustKey(t, "k1")}
-	ring, _ := ticket.NewRing(keys)
-	g, _ := gate.New(gate.Options{Rooms: []*usher.Room{room}, Decider: admission.New(st, admission.Options{}), Sealer: ring,
-		Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
-	srv := httptest.NewServer(g)
-	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+gate.AuthPath, nil)
-	for k, v := range caddyHeaders("/x") {
-		req.Header.Set(k, v)
+}
+
+// TestForwardAuthNotPublic: the public listener does not answer forward
+// auth in any spelling, even to a trusted peer with the proxy's headers:
+// its own spelling is 404, the others are refused (400) or decided as the
+// room's pages they could be read as (the room is full: wait), and none
+// brings an admission token. Before, /__usher/auth answered
+// there, and "/__USHER/auth" or "/x/../__usher/auth" with it.
+func TestForwardAuthNotPublic(t *testing.T) {
+	room := fullRoom()
+	room.Routes = []usher.Route{{Path: "/"}}
+	a := newAuthStack(t, room)
+	if first := a.ask(t, gate.AuthPath, caddyHeaders("/drop/buy")); first.status != 200 {
+		t.Fatalf("the first visitor: %d", first.status)
 	}
-	resp, _ := http.DefaultTransport.RoundTrip(req)
-	var body struct{ Error string }
-	req.Header.Set("Accept", "application/json")
-	resp2, _ := http.DefaultTransport.RoundTrip(req)
-	json.NewDecoder(resp2.Body).Decode(&body)
-	resp.Body.Close()
-	resp2.Body.Close()
-	if resp.StatusCode != 403 || !strings.Contains(body.Error, "trusted_proxies") {
-		t.Fatalf("an untrusted peer: %d %q", resp.StatusCode, body.Error)
+	for _, p := range []string{"/__usher/auth", "/__usher/auth/", "/__usher/auth?mode=nginx", "/__usher/auth/drop/x",
+		"/__USHER/auth", "/__usher/AUTH", "/x/../__usher/auth", "/%5f%5fusher/auth", "/__usher%2fauth", "//__usher/auth",
+		"/__usher//auth", "/__usher/./auth", "/__usher;x/auth", "/__usher/auth;x", "/__usher/%61uth", "/__usher\\auth"} {
+		req, err := http.NewRequest(http.MethodGet, a.public, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = p // sent as written
+		for k, v := range caddyHeaders("/drop/buy") {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		literal := strings.HasPrefix(p, gate.OwnPrefix)
+		if out := resp.Header.Get(gate.OutcomeHeader); out == "admit" || out == "pass" || resp.Header.Get(token.DefaultHeader) != "" ||
+			(literal && resp.StatusCode != 404 && resp.StatusCode != 400) || (!literal && out != "wait" && resp.StatusCode != 400) {
+			t.Errorf("%s on the public listener: %d, token %q: %.200s", p, resp.StatusCode, resp.Header.Get(token.DefaultHeader), b)
+		}
+	}
+}
+
+// TestForwardAuthOwnLookalikes: forward auth lets a path through unasked
+// only when it is literally usher's own; a path a proxy or an origin could
+// read as a page of the full room is decided as that page (wait) or
+// refused. Before, the gate answered 200 for any path that cleaned and
+// folded to /__usher/, and the proxy sent it on to the origin (issue 21,
+// attack 1: 5 of 6 crafted paths reached the origin behind nginx).
+func TestForwardAuthOwnLookalikes(t *testing.T) {
+	room := fullRoom()
+	room.Routes = []usher.Route{{Path: "/"}}
+	a := newAuthStack(t, room)
+	if first := a.ask(t, gate.AuthPath, caddyHeaders("/drop/buy")); first.status != 200 {
+		t.Fatalf("the first visitor: %d", first.status)
+	}
+	for _, uri := range []string{"/__USHER/../shop", "/%5f%5fusher/x", "/x/..%2f__usher/", "//__usher/", "/__usher;x/../shop",
+		"/__usher/..;/shop", "/__usher/%2e%2e/shop", "/__usher/../shop", "/__Usher/assets/usher.svg", "/shop%2f..%2f__usher%2fx",
+		"/a%5c..%5c__usher/x", "/__usher//assets/x", "/__usher/auth", "/__usher/auth?mode=nginx"} {
+		got := a.ask(t, gate.AuthPath, caddyHeaders(uri))
+		if got.status < 300 || got.header.Get(token.DefaultHeader) != "" {
+			t.Errorf("%s: %d, token %q: let through", uri, got.status, got.header.Get(token.DefaultHeader))
+		}
+	}
+	// usher's own paths as they are: through (the proxy sends them to
+	// usher).
+	if got := a.ask(t, gate.AuthPath, caddyHeaders("/__usher/assets/usher.svg")); got.status != 200 || got.header.Get(token.DefaultHeader) != "" {
+		t.Errorf("/__usher/assets/usher.svg: %d", got.status)
 	}
 }

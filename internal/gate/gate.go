@@ -380,8 +380,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, err)
 		return
 	}
-	if own, rest := ownPath(m.Path); own {
-		g.serveOwn(w, r, rest)
+	if m.own {
+		// Forward auth is not among them: it is answered on its private
+		// listener only (ForwardAuth).
+		g.serveOwn(w, r, m.ownRest)
 		return
 	}
 	if m.UnknownHost {

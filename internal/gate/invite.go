@@ -92,7 +92,7 @@ func inviteNext(next string, room *usher.Room) string {
 		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
 		return room.CookiePath()
 	}
-	if own, _ := ownPath(cleanPath(u.Path)); own {
+	if own, _ := looksOwn(cleanPath(u.Path)); own {
 		return room.CookiePath()
 	}
 	return next

@@ -15,9 +15,11 @@ import (
 // answered by usher and never proxied, whatever the rooms.
 const OwnPrefix = "/__usher/"
 
-// ownPath reports whether the cleaned path p is under OwnPrefix (letter
-// case ignored) and returns the rest of it.
-func ownPath(p string) (bool, string) {
+// looksOwn reports whether the cleaned path p reads as OwnPrefix or under
+// it, letter case ignored, and returns the rest of it. It is for refusing
+// (a redirect there), never for serving: what usher serves as its own is
+// readPath's to say.
+func looksOwn(p string) (bool, string) {
 	if len(p) < len(OwnPrefix)-1 || !strings.EqualFold(p[:len(OwnPrefix)-1], OwnPrefix[:len(OwnPrefix)-1]) {
 		return false, ""
 	}
@@ -30,21 +32,21 @@ func ownPath(p string) (bool, string) {
 	return true, p[len(OwnPrefix):]
 }
 
-// serveOwn answers usher's own paths (rest is the path after OwnPrefix):
+// serveOwn answers usher's own paths (rest is the path after OwnPrefix, as
+// readPath read it: letter case counts):
 //
 //	status/<room>  the room's live counters as JSON
 //	invite/<text>  an invite link (serveInvite)
-//	auth[/...]     forward auth (AuthPath)
 //	page/<note>    the page of a forward-auth refusal (PagePath)
 //	revoke         end the session an admission token names (RevokePath)
 //	jwks.json      the admission tokens' public keys
 //	verify         whether an admission token is valid for a room
 //	assets/<name>  the static assets of the pages
 //
-// Anything else is 404.
+// Anything else is 404, forward auth (AuthPath) included: it is answered
+// on its private listener only (ForwardAuth), never to a visitor.
 func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	kind, arg, _ := strings.Cut(rest, "/")
-	kind = strings.ToLower(kind)
 	if kind != "verify" && kind != "revoke" {
 		dropBody(w, r) // only verify reads a body (a form)
 	}
@@ -54,7 +56,7 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	case "invite":
 		g.serveInvite(w, r, arg)
 	case "auth":
-		g.serveAuth(w, r, false)
+		g.fail(w, r, usher.Errorf(usher.ENotFound, "forward auth is answered on usher's private forward_auth.listen only, not here"))
 	case "page":
 		g.servePage(w, r, arg)
 	case "revoke":

@@ -80,6 +80,26 @@ func (t table) match(host string, paths []string) int {
 	return best
 }
 
+// ambiguous reports whether some reading in paths matches a route of
+// another room than route best's (match's answer for all of them): the
+// proxy or the origin could read the request as a page of either room, and
+// no one room's decision covers it.
+func (t table) ambiguous(host string, paths []string, best int) bool {
+	if len(paths) < 2 || best < 0 {
+		return false
+	}
+	for _, p := range paths {
+		if i := t.match(host, []string{p}); i >= 0 && t[i].room != t[best].room {
+			return true
+		}
+	}
+	return false
+}
+
+// errAmbiguous refuses a path whose readings fall in two rooms.
+var errAmbiguous = usher.Errorf(usher.EInvalid,
+	"the request path reads as pages of two rooms (its encoded slashes, backslashes or ';' parameters read either way): send it without them")
+
 // underPrefix reports whether p is prefix or below it at a segment
 // boundary; prefix has no trailing slash except for "/".
 func underPrefix(p, prefix string) bool {
@@ -87,6 +107,84 @@ func underPrefix(p, prefix string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, prefix) && (len(p) == len(prefix) || p[len(prefix)] == '/')
+}
+
+// pathReading is the one reading of a request's path that routing, bypass
+// rules and usher's own paths all use (readPath).
+type pathReading struct {
+	// paths are the path as origins may see it, for routing and rules
+	// (requestPaths).
+	paths []string
+	// own reports a path that is usher's: literally OwnPrefix, or under
+	// it, as sent, in the one spelling every proxy and origin reads alike
+	// (ownLiteral). rest is the path after OwnPrefix.
+	own  bool
+	rest string
+}
+
+// errOwnSpelling refuses a path sent literally under OwnPrefix in a
+// spelling that some proxy or origin could read as another path.
+var errOwnSpelling = usher.Errorf(usher.EInvalid,
+	"a path under "+OwnPrefix+" must be sent as it is read: letters, digits, '-', '_', '.', '~' and single slashes, no percent-encoding, dot segments or ';'")
+
+// readPath reads the path of u once, for everything the gate decides on
+// it. The path is usher's own (own) only when the escaped path as sent
+// starts literally, letter case included, with OwnPrefix (or is OwnPrefix
+// without its slash) and holds nothing a proxy or an origin could read
+// otherwise (ownLiteral); such a path sent in any other spelling under
+// the literal prefix is refused (errOwnSpelling). Every other path,
+// including one that decodes, folds or cleans to OwnPrefix
+// ("/__USHER/x", "/%5f%5fusher/x", "/x/../__usher/x", "//__usher/x"), is
+// not usher's: it is routed and decided as the page of the room it could
+// become, on the readings of requestPaths. A path holding a '#' as sent
+// is refused (errFragment): a browser never sends one, and servers differ
+// on whether it ends the path.
+func readPath(u *url.URL) (pathReading, error) {
+	esc := u.EscapedPath()
+	if esc == OwnPrefix[:len(OwnPrefix)-1] || strings.HasPrefix(esc, OwnPrefix) {
+		if !ownLiteral(esc) || u.Path != esc {
+			return pathReading{}, errOwnSpelling
+		}
+		rest := strings.TrimPrefix(esc[len(OwnPrefix)-1:], "/")
+		return pathReading{paths: []string{esc}, own: true, rest: rest}, nil
+	}
+	if strings.IndexByte(u.RawPath, '#') >= 0 {
+		// A '#' as sent (not %23): some servers end the path there, as at
+		// a fragment, and others do not.
+		return pathReading{}, errFragment
+	}
+	paths, err := requestPaths(u)
+	if err != nil {
+		return pathReading{}, usher.Errorf(usher.EInvalid, "the request path is not valid")
+	}
+	return pathReading{paths: paths}, nil
+}
+
+// errFragment refuses a request path holding a raw '#'.
+var errFragment = usher.Errorf(usher.EInvalid, "the request path must not hold a '#' (send it as %%23)")
+
+// ownLiteral reports whether esc, an escaped path under OwnPrefix, is
+// spelled so that every server reads it as it is: only unreserved
+// characters and single slashes, no "." or ".." segment.
+func ownLiteral(esc string) bool {
+	for i := 0; i < len(esc); i++ {
+		c := esc[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+		case c == '/':
+			if i+1 < len(esc) && esc[i+1] == '/' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	for _, seg := range strings.Split(esc, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // requestPaths returns the request path as origins may see it, for

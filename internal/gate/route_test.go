@@ -72,6 +72,7 @@ func TestRouting(t *testing.T) {
 		{"other.example", "/anything", "other-root"},
 		{"other.example", "/sale", "sale"},
 		{"other.example:80", "/", "other-root"},
+		// readings in two rooms: refused (see TestRoutingAmbiguous)
 		// case-sensitive room
 		{"a.example", "/Api/v1", "api"},
 		{"a.example", "/api/v1", ""},
@@ -156,5 +157,45 @@ func TestNewErrors(t *testing.T) {
 				t.Errorf("New = %v, want an error with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRoutingAmbiguous: a path whose readings fall in two rooms (an
+// encoded slash, a backslash or a ';' read either way) is refused, since
+// no one room's decision covers what the origin may read: before, the
+// most specific room decided, and /open/..%2fbeer was admitted by an open
+// room under /open while an origin that decodes %2F served /beer, a page
+// of a full room over / (found by TestE2EPathDifferential).
+func TestRoutingAmbiguous(t *testing.T) {
+	g := routingGate(t)
+	for _, tt := range []struct{ host, target string }{
+		{"other.example", "/sale/..%2f"},
+		{"other.example", "/sale/..%2fx"},
+		{"other.example", "/sale/..%5cx"},
+		{"a.example", "/sale/vip/..%2fx"},
+		{"a.example", "/sale/vip;x/..%2f"},
+		{"other.example", "/x%2f..%2fsale"}, // /sale decoded; /x%2F..%2Fsale, the root room's, kept
+		{"other.example", "/sale%2fx"},
+	} {
+		r := httptest.NewRequest("GET", tt.target, nil)
+		r.Host = tt.host
+		m, err := g.route(r)
+		if err == nil {
+			t.Errorf("%s%s: room %v, want refused", tt.host, tt.target, m.Room)
+		}
+	}
+	// One room, or a room and none: decided by the room.
+	for _, tt := range []struct{ host, target, want string }{
+		{"a.example", "/sale/..%2f", "sale"},
+		{"a.example", "/sale%2fvip", "vip"},
+		{"a.example", "/x%2f..%2fsale", "sale"},
+		{"other.example", "/sale/x;y", "sale"},
+	} {
+		r := httptest.NewRequest("GET", tt.target, nil)
+		r.Host = tt.host
+		m, err := g.route(r)
+		if err != nil || m.Room == nil || m.Room.ID != tt.want {
+			t.Errorf("%s%s: room %v, err %v; want %s", tt.host, tt.target, m.Room, err, tt.want)
+		}
 	}
 }
