@@ -2,7 +2,9 @@
 # fresh machine: it installs what the tests need when it is missing.
 GO ?= go
 RACE_PKGS := ./internal/admission/... ./internal/admin/... ./internal/gate/... ./internal/store/... ./internal/ticket/... \
-	./internal/guard/... ./internal/limit/... ./internal/token/... ./verify/...
+	./internal/guard/... ./internal/limit/... ./internal/token/... ./verify/... \
+	./internal/notify/... ./internal/autopilot/... ./internal/analytics/... ./internal/server/... \
+	./internal/config/... ./internal/web/...
 
 .PHONY: test fuzz build bench vet fmt deps clean
 

@@ -22,7 +22,7 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/rooms/{id}/analytics", h.serveAnalytics)
 	mux.HandleFunc("POST /api/v1/rooms/{id}/invites", h.serveNewInvite)
 	if h.events != nil {
-		mux.Handle("GET /api/v1/stream", h.events.StreamHandler(h.roomExists, func(w http.ResponseWriter, e *notify.StreamError) {
+		mux.Handle("GET /api/v1/stream", h.eventSlots.guard(h.events.StreamHandler(h.roomExists, func(w http.ResponseWriter, e *notify.StreamError) {
 			code := usher.EInvalid
 			switch e.Status {
 			case http.StatusNotFound:
@@ -31,7 +31,7 @@ func (h *Handler) routeAPI(mux *http.ServeMux) {
 				code = usher.EUnavailable
 			}
 			writeJSON(w, e.Status, errorJSON{Error: errorBody{Code: code, Message: e.Message, Field: e.Param}})
-		}))
+		})))
 	}
 	if h.events != nil {
 		mux.HandleFunc("GET /api/v1/webhooks", h.serveWebhooks)

@@ -39,7 +39,7 @@ var dashboardAssets = map[string]string{
 func (h *Handler) routeDashboard(mux *http.ServeMux) {
 	mux.HandleFunc(dashboardPattern, h.serveDashboard)
 	mux.HandleFunc(dashboardAssetPattern, h.serveDashboardAsset)
-	mux.HandleFunc("GET /api/v1/live", h.serveLive)
+	mux.Handle("GET /api/v1/live", h.liveSlots.guard(http.HandlerFunc(h.serveLive)))
 	mux.HandleFunc("GET /api/v1/whoami", h.serveWhoami)
 }
 

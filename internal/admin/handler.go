@@ -63,6 +63,11 @@ type Options struct {
 	// Analytics reads the rooms' analytics (the store; nil: GET
 	// /api/v1/rooms/{id}/analytics answers 503).
 	Analytics analytics.Reader
+	// LiveSlots and EventSlots bound the live streams (GET /api/v1/live)
+	// and the event streams (GET /api/v1/stream) open at once, in all,
+	// per token, and kept for write tokens. Zero fields take the
+	// defaults (64 in all, 16 per token, 16 kept for write tokens).
+	LiveSlots, EventSlots StreamSlots
 }
 
 // Token is a named admin bearer token.
@@ -94,6 +99,8 @@ type Handler struct {
 	changed   func(AuditEntry)
 	events    *notify.Bus
 	analytics analytics.Reader
+	// liveSlots and eventSlots share the streams out among tokens.
+	liveSlots, eventSlots *streamSlots
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -101,18 +108,20 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the admin API handler for opts.
 func New(opts Options) *Handler {
 	h := &Handler{
-		pilot:     opts.Autopilot,
-		tokens:    hashTokens(opts.Token, opts.Tokens),
-		layers:    opts.Layers,
-		rooms:     opts.Rooms,
-		status:    opts.Status,
-		logger:    opts.Logger,
-		now:       opts.Now,
-		version:   opts.Version,
-		invite:    opts.Invite,
-		changed:   opts.Changed,
-		events:    opts.Events,
-		analytics: opts.Analytics,
+		pilot:      opts.Autopilot,
+		tokens:     hashTokens(opts.Token, opts.Tokens),
+		layers:     opts.Layers,
+		rooms:      opts.Rooms,
+		status:     opts.Status,
+		logger:     opts.Logger,
+		now:        opts.Now,
+		version:    opts.Version,
+		invite:     opts.Invite,
+		changed:    opts.Changed,
+		events:     opts.Events,
+		analytics:  opts.Analytics,
+		liveSlots:  newStreamSlots("live", opts.LiveSlots),
+		eventSlots: newStreamSlots("event", opts.EventSlots),
 	}
 	if h.rooms == nil {
 		h.rooms = func() []*usher.Room { return nil }
@@ -130,11 +139,14 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("POST /v1/rooms/{id}/invites", h.serveNewInvite)
 	h.routeAPI(mux)
 	h.routeDashboard(mux)
-	h.live = newLiveHub(h.readLive, liveInterval, liveMaxSubscribers)
+	h.live = newLiveHub(h.readLive, liveInterval, max(liveMaxSubscribers, h.liveSlots.max.Total))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics.handler(h.logger))
 		if err := opts.Metrics.registry.Register(&liveCollector{h.live}); err != nil {
 			h.logger.Warn("the live stream's metrics are registered already (one admin handler per Metrics)", "err", err)
+		}
+		if err := opts.Metrics.registry.Register(&slotsCollector{[]*streamSlots{h.liveSlots, h.eventSlots}}); err != nil {
+			h.logger.Warn("the stream slots' metrics are registered already (one admin handler per Metrics)", "err", err)
 		}
 	}
 	h.mux = mux
@@ -158,7 +170,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("token %q may only read (GET); %s needs a write token", tok.name, r.Method))
 			return
 		}
-		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok.name))
+		r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tokenScope{tok.name, tok.write}))
 	}
 	if pattern == "" {
 		// The mux answers 404, 405 (with Allow) or a redirect to the clean
@@ -190,13 +202,26 @@ func hashTokens(token string, tokens []Token) []tokenHash {
 	return out
 }
 
-// tokenKey is the context key of the name of the token a request carries.
+// tokenKey is the context key of the tokenScope of the token a request
+// carries.
 type tokenKey struct{}
+
+// tokenScope is a token's name and whether it may write.
+type tokenScope struct {
+	name  string
+	write bool
+}
 
 // tokenName returns the name of the token that authorised r.
 func tokenName(r *http.Request) string {
-	name, _ := r.Context().Value(tokenKey{}).(string)
-	return name
+	ts, _ := r.Context().Value(tokenKey{}).(tokenScope)
+	return ts.name
+}
+
+// tokenWrites reports whether the token that authorised r may write.
+func tokenWrites(r *http.Request) bool {
+	ts, _ := r.Context().Value(tokenKey{}).(tokenScope)
+	return ts.write
 }
 
 // authorize returns the token r carries, or nil and why not.

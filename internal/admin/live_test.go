@@ -3,7 +3,9 @@ package admin
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -256,26 +258,40 @@ func TestLiveSlowClientDropped(t *testing.T) {
 	})
 }
 
-// TestLiveBounded: at most liveMaxSubscribers streams (the next gets 503),
-// a heartbeat comment while nothing else is sent, and Close ends every
-// stream and refuses new ones.
+// TestLiveBounded: at most DefaultStreamSlots streams, however many
+// tokens hold them (the next gets 503), a heartbeat comment while nothing
+// else is sent, and Close ends every stream and refuses new ones.
 func TestLiveBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int64
 		h := liveHandler(&calls)
+		// Write tokens enough to hold every slot, each its share.
+		var secrets []string
+		for i := range DefaultStreamSlots / DefaultStreamSlotsPerToken {
+			secrets = append(secrets, fmt.Sprintf("writer-%d", i))
+		}
+		h.tokens = nil
+		for i, s := range secrets {
+			h.tokens = append(h.tokens, tokenHash{sha256.Sum256([]byte(s)), fmt.Sprintf("w%d", i), true})
+		}
+		request := func(i int) *http.Request {
+			req := liveRequest(context.Background())
+			req.Header.Set("Authorization", "Bearer "+secrets[i%len(secrets)])
+			return req
+		}
 		h.live.interval = time.Hour // no snapshot but the first: the heartbeat alone
 		var writers []*streamWriter
 		var wg sync.WaitGroup
-		for range liveMaxSubscribers {
+		for i := range DefaultStreamSlots {
 			w := &streamWriter{hdr: http.Header{}}
 			writers = append(writers, w)
-			wg.Go(func() { h.ServeHTTP(w, liveRequest(context.Background())) })
+			wg.Go(func() { h.ServeHTTP(w, request(i)) })
 		}
 		synctest.Wait()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, liveRequest(context.Background()))
-		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "too many live streams") {
-			t.Fatalf("stream %d: %d %s", liveMaxSubscribers+1, rec.Code, rec.Body)
+		h.ServeHTTP(rec, request(0))
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "all 64 live streams of this node are open") {
+			t.Fatalf("stream %d: %d %s", DefaultStreamSlots+1, rec.Code, rec.Body)
 		}
 
 		time.Sleep(liveHeartbeat + time.Second)
@@ -290,7 +306,7 @@ func TestLiveBounded(t *testing.T) {
 		h.Close()
 		wg.Wait() // every stream ends
 		rec = httptest.NewRecorder()
-		h.ServeHTTP(rec, liveRequest(context.Background()))
+		h.ServeHTTP(rec, request(0))
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Fatalf("a stream after Close: %d %s", rec.Code, rec.Body)
 		}

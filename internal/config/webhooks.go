@@ -278,6 +278,9 @@ func checkWebhookURL(s string) string {
 			return fmt.Sprintf("must not point at %s, %s: deliveries there are refused", a, why)
 		}
 	}
+	if why := notify.ForbiddenName(u.Hostname()); why != "" {
+		return fmt.Sprintf("must not point at %s, %s: deliveries there are refused", u.Hostname(), why)
+	}
 	return ""
 }
 
