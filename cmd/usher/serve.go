@@ -371,6 +371,15 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
+// sentinelOptions returns the store's Sentinel options for sen (nil: no
+// Sentinel).
+func sentinelOptions(sen *config.RedisSentinel) *redis.Sentinel {
+	if sen == nil {
+		return nil
+	}
+	return &redis.Sentinel{MasterName: sen.MasterName, Addrs: sen.Addrs, Username: sen.Username, Password: sen.Secret()}
+}
+
 // analyticsFlush is how often a node samples its rooms' counters and
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
@@ -383,10 +392,12 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 	if rd := cfg.Store.Redis; rd != nil {
 		s, err := redis.Open(ctx, redis.Options{
 			Addrs:     rd.Addrs,
+			Sentinel:  sentinelOptions(rd.Sentinel),
 			Username:  rd.Username,
 			Password:  rd.Secret(),
 			DB:        rd.DB,
 			TLS:       rd.TLS,
+			TLSConfig: rd.ClientTLS(),
 			Cluster:   rd.Cluster,
 			KeyPrefix: rd.KeyPrefix,
 			Timeout:   rd.Timeout,

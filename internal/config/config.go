@@ -139,15 +139,23 @@ type Store struct {
 // Redis is the shared store.
 type Redis struct {
 	// Addrs are host:port addresses: one server, or seed nodes of a
-	// cluster. Required.
+	// cluster. Required, unless Sentinel names the server.
 	Addrs []string
+	// Sentinel, when set, finds the primary through Redis Sentinel and
+	// follows it when the sentinels promote a replica; Addrs and Cluster
+	// must then be unset.
+	Sentinel *RedisSentinel
 	// Username and Password authenticate (empty: none). PasswordFile, read
 	// by Load relative to the config file, may hold the password instead.
 	Username, Password, PasswordFile string
 	// DB is the database number (zero; must be zero on a cluster).
 	DB int
-	// TLS connects with TLS, verifying the server with the system roots.
+	// TLS connects with TLS, verifying the server with the system roots
+	// ("tls: true"), or as TLSOptions say ("tls:" and a mapping).
 	TLS bool
+	// TLSOptions, when written, verify the servers with another authority,
+	// show them a client certificate or expect another name.
+	TLSOptions *RedisTLS
 	// Cluster speaks Redis Cluster.
 	Cluster bool
 	// KeyPrefix starts every key usher writes (zero: "usher").
