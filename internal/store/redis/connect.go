@@ -49,6 +49,10 @@ func clientOption(opts Options) (valkey.ClientOption, error) {
 		return valkey.ClientOption{}, usher.Errorf(usher.EInvalid, "redis: no address")
 	case sen == nil && !opts.Cluster && len(opts.Addrs) != 1:
 		return valkey.ClientOption{}, usher.Errorf(usher.EInvalid, "redis: %d addresses without cluster: want one", len(opts.Addrs))
+	case opts.WaitReplicas < 0:
+		return valkey.ClientOption{}, usher.Errorf(usher.EInvalid, "redis: wait replicas %d: want 0 or more", opts.WaitReplicas)
+	case opts.Cluster && opts.WaitReplicas > 0:
+		return valkey.ClientOption{}, usher.Errorf(usher.EInvalid, "redis: wait replicas with cluster: not supported")
 	case opts.Cluster && opts.DB != 0:
 		return valkey.ClientOption{}, usher.Errorf(usher.EInvalid, "redis: db %d with cluster: a cluster has only db 0", opts.DB)
 	case strings.ContainsAny(opts.KeyPrefix, "{}"):

@@ -38,6 +38,11 @@ type Options struct {
 	// Sentinel, when set, finds the primary through Redis Sentinel and
 	// follows its failovers; Addrs and Cluster must then be unset.
 	Sentinel *Sentinel
+	// WaitReplicas, when above zero, has each admission wait (WAIT) until
+	// that many replicas have it, for at most half of Timeout, and fail as
+	// unavailable when fewer did: a failover then cannot lose an
+	// admission a visitor was told of. Zero: no wait. Not with Cluster.
+	WaitReplicas int
 	// Cluster talks to a Redis Cluster; false talks to one server.
 	Cluster bool
 	// KeyPrefix starts every key (zero: "usher"). It must not contain '{'
@@ -160,7 +165,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var v [15]int64
-	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+	if err := ints("admit", s.execAdmit(ctx, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])

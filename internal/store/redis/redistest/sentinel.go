@@ -38,9 +38,7 @@ func StartFailover(t testing.TB) *Failover {
 	t.Helper()
 	f := &Failover{DownAfter: time.Second}
 	f.Primary = startServer(t, nil)
-	f.Replica = startServer(t, func(int) []string {
-		return []string{"--replicaof", "127.0.0.1", strconv.Itoa(f.Primary.port)}
-	})
+	f.Replica = startReplica(t, f.Primary)
 	for range 3 {
 		f.Sentinels = append(f.Sentinels, f.startSentinel(t))
 	}
@@ -62,6 +60,31 @@ func StartFailover(t testing.TB) *Failover {
 		return true, ""
 	})
 	return f
+}
+
+// StartReplica starts a redis-server replicating primary and returns once
+// it is in sync.
+func StartReplica(t testing.TB, primary *Server) *Server {
+	t.Helper()
+	r := startReplica(t, primary)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := do(r.Addr(), "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica %s not in sync: %s", r.Addr(), info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func startReplica(t testing.TB, primary *Server) *Server {
+	t.Helper()
+	return startServer(t, func(int) []string {
+		return []string{"--replicaof", "127.0.0.1", strconv.Itoa(primary.port)}
+	})
 }
 
 // startSentinel starts one sentinel monitoring f.Primary.
