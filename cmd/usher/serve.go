@@ -398,9 +398,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 			DB:        rd.DB,
 			TLS:       rd.TLS,
 			TLSConfig: rd.ClientTLS(),
-			Cluster:   rd.Cluster,
-			KeyPrefix: rd.KeyPrefix,
-			Timeout:   rd.Timeout,
+			// Admissions wait for this many replicas (store.redis.wait_replicas).
+			WaitReplicas: rd.WaitReplicas,
+			Cluster:      rd.Cluster,
+			KeyPrefix:    rd.KeyPrefix,
+			Timeout:      rd.Timeout,
 			// A session's count outlives its hold by the slack, rounded
 			// up to the second: at most MaxClockSlack, to which the nodes
 			// raise clock_slack while their clocks are further apart

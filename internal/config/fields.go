@@ -47,6 +47,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 						"key_prefix":    d.text(&rd.KeyPrefix),
 						"fail_mode":     d.text(&rd.FailMode),
 						"timeout":       d.duration(&rd.Timeout),
+						"wait_replicas": d.integer(&rd.WaitReplicas),
 						"clock_slack":   optional(d, d.duration, &rd.ClockSlack),
 					})
 				},

@@ -45,6 +45,12 @@ func (rd *Redis) check(r *report) {
 	default:
 		r.add(0, at.field("fail_mode"), `must be "open" or "closed", got %q`, rd.FailMode)
 	}
+	switch {
+	case rd.WaitReplicas < 0 || rd.WaitReplicas > 16:
+		r.add(0, at.field("wait_replicas"), "must be from 0 to 16, got %d", rd.WaitReplicas)
+	case rd.WaitReplicas > 0 && rd.Cluster:
+		r.add(0, at.field("wait_replicas"), "is not supported with cluster: true (WAIT must follow the write on its shard's connection)")
+	}
 	if rd.Timeout != 0 && (rd.Timeout < 10*time.Millisecond || rd.Timeout > 10*time.Second) {
 		r.add(0, at.field("timeout"), "must be between 10ms and 10s, got %v", rd.Timeout)
 	}

@@ -110,7 +110,7 @@ func sameRedis(a, b *Redis) bool {
 	}
 	return slices.Equal(a.Addrs, b.Addrs) && a.Username == b.Username && a.Secret() == b.Secret() &&
 		a.DB == b.DB && a.TLS == b.TLS && a.Cluster == b.Cluster && a.KeyPrefix == b.KeyPrefix &&
-		a.FailMode == b.FailMode && a.Timeout == b.Timeout &&
+		a.FailMode == b.FailMode && a.Timeout == b.Timeout && a.WaitReplicas == b.WaitReplicas &&
 		a.Slack() == b.Slack() && sameSentinel(a.Sentinel, b.Sentinel) && sameTLS(a.TLSOptions, b.TLSOptions)
 }
 
