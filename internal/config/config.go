@@ -167,14 +167,15 @@ type Redis struct {
 	FailMode string
 	// Timeout bounds each Redis call (zero: 500ms).
 	Timeout time.Duration
-	// WaitReplicas, when above zero, confirms an admission to a visitor
-	// only once that many replicas acknowledge it (Redis WAIT, for at most
-	// half of Timeout); when fewer do, the fail mode answers. A failover
-	// then cannot lose an admission, at the cost of a replication round
-	// trip on each admission call, and of the fail mode while the replicas
-	// lag or are down. Zero (the default): asynchronous replication, which
-	// a failover may leave a few admissions short (docs/scaling.md). Not
-	// with a cluster.
+	// WaitReplicas, when above zero, confirms an admission or a session
+	// renewal to a visitor only once that many replicas acknowledge it
+	// (Redis WAIT, for at most half of Timeout); when fewer do, the fail
+	// mode answers (a renewal not confirmed leaves the session to end as
+	// counted). A failover then cannot lose a count, at the cost of a
+	// replication round trip on each such call, and of the fail mode while
+	// the replicas lag or are down. Zero (the default): asynchronous
+	// replication, which a failover may leave a few counts short
+	// (docs/scaling.md). Not with a cluster.
 	WaitReplicas int
 	// ClockSlack is how long a session's count outlives the session: the
 	// clock difference tolerated between the nodes (nil: DefaultClockSlack).

@@ -73,7 +73,7 @@ func (c *Config) Explain(w io.Writer) error {
 			if n > 1 {
 				who = fmt.Sprintf("%d replicas have", n)
 			}
-			fmt.Fprintf(&b, "An admission is confirmed only once %s it (wait_replicas), so a failover cannot lose it; while fewer acknowledge, the fail mode answers.\n", who)
+			fmt.Fprintf(&b, "Admissions and renewals are confirmed only once %s them (wait_replicas), so a failover cannot lose them; while fewer acknowledge, the fail mode answers.\n", who)
 		}
 		if cs := rd.Slack(); cs > 0 {
 			fmt.Fprintf(&b, "Sessions stay counted %v past their end, covering nodes' clocks up to %v apart (clock_slack); the nodes measure their clocks against Redis's and count longer while they are further apart.\n", cs, cs)

@@ -26,7 +26,7 @@ var (
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
 	admit, renew, peek, stats *valkey.Lua
-	admitSrc                  source // admit's text, for WAIT (wait.go)
+	admitSrc, renewSrc        source // their texts, for WAIT (wait.go)
 }
 
 func newScripts() scripts {
@@ -37,6 +37,7 @@ func newScripts() scripts {
 		stats: valkey.NewLuaScriptReadOnly(commonLua + statsLua),
 
 		admitSrc: newSource(commonLua + roomLua + admitLua),
+		renewSrc: newSource(commonLua + roomLua + renewLua),
 	}
 }
 

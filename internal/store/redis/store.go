@@ -38,10 +38,11 @@ type Options struct {
 	// Sentinel, when set, finds the primary through Redis Sentinel and
 	// follows its failovers; Addrs and Cluster must then be unset.
 	Sentinel *Sentinel
-	// WaitReplicas, when above zero, has each admission wait (WAIT) until
-	// that many replicas have it, for at most half of Timeout, and fail as
-	// unavailable when fewer did: a failover then cannot lose an
-	// admission a visitor was told of. Zero: no wait. Not with Cluster.
+	// WaitReplicas, when above zero, has each admission and renewal wait
+	// (WAIT) until that many replicas have it, for at most half of
+	// Timeout, and fail as unavailable when fewer did: a failover then
+	// cannot lose a count a visitor was told of. Zero: no wait. Not with
+	// Cluster.
 	WaitReplicas int
 	// Cluster talks to a Redis Cluster; false talks to one server.
 	Cluster bool
@@ -165,7 +166,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var v [15]int64
-	if err := ints("admit", s.execAdmit(ctx, keys, args), v[:]); err != nil {
+	if err := ints("admit", s.execWrite(ctx, s.scripts.admit, s.scripts.admitSrc, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])
@@ -213,7 +214,7 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 		defer cancelBy()
 	}
 	var v [7]int64
-	err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:])
+	err := ints("renew", s.execWrite(ctx, s.scripts.renew, s.scripts.renewSrc, keys, args), v[:])
 	if !op.By.IsZero() && !time.Now().Before(op.By) {
 		// Answered (or given up on) at or after By: applied when, is not
 		// known.

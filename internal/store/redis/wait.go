@@ -21,18 +21,18 @@ func newSource(text string) source {
 	return source{text: text, sha: hex.EncodeToString(sum[:])}
 }
 
-// execAdmit runs the admission script. With Options.WaitReplicas, WAIT
-// follows it on the same connection (WAIT counts the replicas that have
-// the connection's writes), and the admission fails as unavailable when
-// fewer replicas than that acknowledged it within half the timeout: a
-// visitor is then told "in" only once a replica has the count, so a
+// execWrite runs the write script lua (src its text): an admission or a
+// renewal. With Options.WaitReplicas, WAIT follows it on the same
+// connection (WAIT counts the replicas that have the connection's
+// writes), and the call fails as unavailable when fewer replicas than
+// that acknowledged it within half the timeout: a visitor is then told of
+// an admission or a renewal only once a replica has its count, so a
 // failover cannot lose it. The count stays on the primary either way.
-func (s *Store) execAdmit(ctx context.Context, keys, args []string) valkey.ValkeyResult {
+func (s *Store) execWrite(ctx context.Context, lua *valkey.Lua, src source, keys, args []string) valkey.ValkeyResult {
 	n := s.opts.WaitReplicas
 	if n <= 0 {
-		return s.scripts.admit.Exec(ctx, s.client, keys, args)
+		return lua.Exec(ctx, s.client, keys, args)
 	}
-	src := s.scripts.admitSrc
 	ms := max(1, s.opts.Timeout.Milliseconds()/2)
 	c := s.client
 	res := c.DoMulti(ctx,
