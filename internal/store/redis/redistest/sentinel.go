@@ -142,6 +142,16 @@ func (f *Failover) Current() string {
 	return at
 }
 
+// Promoted reports whether every sentinel names the replica as the
+// primary.
+func (f *Failover) Promoted() bool { return f.Current() == f.Replica.Addr() }
+
+// RestartPrimary starts the stopped primary again on its port, with no
+// data, as a supervisor would after a crash: the sentinels then make it a
+// replica of the promoted one. It returns its error rather than failing
+// the test, for use off the test's goroutine.
+func (f *Failover) RestartPrimary() error { return f.Primary.start() }
+
 // WaitPromoted waits until every sentinel names the replica as the
 // primary and the replica says it is one, and fails the test after
 // within.
