@@ -74,7 +74,7 @@ func TestE2ESentinelFailover(t *testing.T) {
 	}
 	t.Parallel()
 	// On loopback the replica lags by milliseconds, more on this loaded
-	// machine: up to 2 over the active limit in 4 runs, never over the
+	// machine: up to 2 over the active limit in 7 runs, never over the
 	// rate (docs/scaling.md).
 	sentinelFailover(t, 0, 3, 3)
 }
@@ -86,13 +86,14 @@ func TestE2ESentinelFailover(t *testing.T) {
 // and the fail mode answers; an admission applied but not confirmed is
 // delivered later (the lost-answer takeover), so the visitors' own clock
 // can see a few more admissions in a minute than the store counted in it:
-// 62 of 60 in one run.
+// 62, 62 and 63 of 60 in three runs. The bound asserted on that is a
+// tenth of the rate.
 func TestE2ESentinelFailoverWaitReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: runs for about two minutes")
 	}
 	t.Parallel()
-	sentinelFailover(t, 1, 0, 3)
+	sentinelFailover(t, 1, 0, 6)
 }
 
 // sentinelFailover runs the failover with wait_replicas wait and checks
