@@ -376,6 +376,15 @@ func collect(errs <-chan error) []error {
 	return out
 }
 
+// sentinelOptions returns the store's Sentinel options for sen (nil: no
+// Sentinel).
+func sentinelOptions(sen *config.RedisSentinel) *redis.Sentinel {
+	if sen == nil {
+		return nil
+	}
+	return &redis.Sentinel{MasterName: sen.MasterName, Addrs: sen.Addrs, Username: sen.Username, Password: sen.Secret()}
+}
+
 // analyticsFlush is how often a node samples its rooms' counters and
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
@@ -388,13 +397,17 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (usher
 	if rd := cfg.Store.Redis; rd != nil {
 		s, err := redis.Open(ctx, redis.Options{
 			Addrs:     rd.Addrs,
+			Sentinel:  sentinelOptions(rd.Sentinel),
 			Username:  rd.Username,
 			Password:  rd.Secret(),
 			DB:        rd.DB,
 			TLS:       rd.TLS,
-			Cluster:   rd.Cluster,
-			KeyPrefix: rd.KeyPrefix,
-			Timeout:   rd.Timeout,
+			TLSConfig: rd.ClientTLS(),
+			// Admissions wait for this many replicas (store.redis.wait_replicas).
+			WaitReplicas: rd.WaitReplicas,
+			Cluster:      rd.Cluster,
+			KeyPrefix:    rd.KeyPrefix,
+			Timeout:      rd.Timeout,
 			// A session's count outlives its hold by the slack, rounded
 			// up to the second: at most MaxClockSlack, to which the nodes
 			// raise clock_slack while their clocks are further apart

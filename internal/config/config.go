@@ -154,15 +154,23 @@ type Store struct {
 // Redis is the shared store.
 type Redis struct {
 	// Addrs are host:port addresses: one server, or seed nodes of a
-	// cluster. Required.
+	// cluster. Required, unless Sentinel names the server.
 	Addrs []string
+	// Sentinel, when set, finds the primary through Redis Sentinel and
+	// follows it when the sentinels promote a replica; Addrs and Cluster
+	// must then be unset.
+	Sentinel *RedisSentinel
 	// Username and Password authenticate (empty: none). PasswordFile, read
 	// by Load relative to the config file, may hold the password instead.
 	Username, Password, PasswordFile string
 	// DB is the database number (zero; must be zero on a cluster).
 	DB int
-	// TLS connects with TLS, verifying the server with the system roots.
+	// TLS connects with TLS, verifying the server with the system roots
+	// ("tls: true"), or as TLSOptions say ("tls:" and a mapping).
 	TLS bool
+	// TLSOptions, when written, verify the servers with another authority,
+	// show them a client certificate or expect another name.
+	TLSOptions *RedisTLS
 	// Cluster speaks Redis Cluster.
 	Cluster bool
 	// KeyPrefix starts every key usher writes (zero: "usher").
@@ -174,6 +182,16 @@ type Redis struct {
 	FailMode string
 	// Timeout bounds each Redis call (zero: 500ms).
 	Timeout time.Duration
+	// WaitReplicas, when above zero, confirms an admission or a session
+	// renewal to a visitor only once that many replicas acknowledge it
+	// (Redis WAIT, for at most half of Timeout); when fewer do, the fail
+	// mode answers (a renewal not confirmed leaves the session to end as
+	// counted). A failover then cannot lose a count, at the cost of a
+	// replication round trip on each such call, and of the fail mode while
+	// the replicas lag or are down. Zero (the default): asynchronous
+	// replication, which a failover may leave a few counts short
+	// (docs/scaling.md). Not with a cluster.
+	WaitReplicas int
 	// ClockSlack is how long a session's count outlives the session: the
 	// clock difference tolerated between the nodes (nil: DefaultClockSlack).
 	// Whole milliseconds (tickets keep a session's end to the millisecond;

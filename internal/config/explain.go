@@ -57,8 +57,24 @@ func (c *Config) Explain(w io.Writer) error {
 		if rd.FailMode == "open" {
 			mode = "open: while Redis cannot be reached, new visitors are let in uncounted"
 		}
-		fmt.Fprintf(&b, "State is shared through %s at %s, so any number of usher nodes can serve these rooms; fail mode %s.\n",
-			kind, strings.Join(rd.Addrs, ", "), mode)
+		where := "at " + strings.Join(rd.Addrs, ", ")
+		if sen := rd.Sentinel; sen != nil {
+			kind = "Redis behind Sentinel"
+			where = fmt.Sprintf("(the primary the sentinels at %s name %q, followed to the replica they promote when it fails)",
+				strings.Join(sen.Addrs, ", "), sen.MasterName)
+		}
+		fmt.Fprintf(&b, "State is shared through %s %s, so any number of usher nodes can serve these rooms; fail mode %s.\n",
+			kind, where, mode)
+		if rd.TLS {
+			b.WriteString(explainRedisTLS(rd.TLSOptions))
+		}
+		if n := rd.WaitReplicas; n > 0 {
+			who := "a replica has"
+			if n > 1 {
+				who = fmt.Sprintf("%d replicas have", n)
+			}
+			fmt.Fprintf(&b, "Admissions and renewals are confirmed only once %s them (wait_replicas), so a failover cannot lose them; while fewer acknowledge, the fail mode answers.\n", who)
+		}
 		if cs := rd.Slack(); cs > 0 {
 			fmt.Fprintf(&b, "Sessions stay counted %v past their end, covering nodes' clocks up to %v apart (clock_slack); the nodes measure their clocks against Redis's and count longer while they are further apart.\n", cs, cs)
 		} else {
@@ -306,4 +322,26 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// explainRedisTLS says how usher verifies Redis over TLS.
+func explainRedisTLS(t *RedisTLS) string {
+	if t == nil {
+		return "Redis is reached over TLS, its certificate verified against the system's roots.\n"
+	}
+	var b strings.Builder
+	b.WriteString("Redis is reached over TLS, its certificate verified against ")
+	if t.CAFile != "" {
+		fmt.Fprintf(&b, "the authorities in %s", t.CAFile)
+	} else {
+		b.WriteString("the system's roots")
+	}
+	if t.ServerName != "" {
+		fmt.Fprintf(&b, " for the name %q", t.ServerName)
+	}
+	if t.CertFile != "" {
+		fmt.Fprintf(&b, "; usher shows the client certificate in %s", t.CertFile)
+	}
+	b.WriteString(".\n")
+	return b.String()
 }

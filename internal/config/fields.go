@@ -41,11 +41,13 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 						"password":      d.text(&rd.Password),
 						"password_file": d.text(&rd.PasswordFile),
 						"db":            d.integer(&rd.DB),
-						"tls":           d.boolean(&rd.TLS),
+						"tls":           d.redisTLS(rd),
+						"sentinel":      d.sentinel(rd),
 						"cluster":       d.boolean(&rd.Cluster),
 						"key_prefix":    d.text(&rd.KeyPrefix),
 						"fail_mode":     d.text(&rd.FailMode),
 						"timeout":       d.duration(&rd.Timeout),
+						"wait_replicas": d.integer(&rd.WaitReplicas),
 						"clock_slack":   optional(d, d.duration, &rd.ClockSlack),
 					})
 				},
@@ -272,4 +274,41 @@ func (d *decoder) route(n *yaml.Node, at loc) usher.Route {
 		"path": d.text(&rt.Path),
 	})
 	return rt
+}
+
+// sentinel decodes store.redis.sentinel into rd.Sentinel.
+func (d *decoder) sentinel(rd *Redis) field {
+	return func(n *yaml.Node, at loc) {
+		sen := &RedisSentinel{}
+		rd.Sentinel = sen
+		d.mapping(n, at, map[string]field{
+			"master_name":   d.text(&sen.MasterName),
+			"addrs":         d.texts(&sen.Addrs),
+			"username":      d.text(&sen.Username),
+			"password":      d.text(&sen.Password),
+			"password_file": d.text(&sen.PasswordFile),
+		})
+	}
+}
+
+// redisTLS decodes store.redis.tls: true or false, or a mapping of TLS
+// options that turns TLS on.
+func (d *decoder) redisTLS(rd *Redis) field {
+	return func(n *yaml.Node, at loc) {
+		if n.Kind != yaml.MappingNode {
+			if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&rd.TLS) != nil {
+				d.problems.add(n.Line, at, "must be true, false or a mapping (ca_file, cert_file, key_file, server_name), got %s", describe(n))
+			}
+			return
+		}
+		t := &RedisTLS{}
+		rd.TLS, rd.TLSOptions = true, t
+		d.mapping(n, at, map[string]field{
+			"ca_file":              d.text(&t.CAFile),
+			"cert_file":            d.text(&t.CertFile),
+			"key_file":             d.text(&t.KeyFile),
+			"server_name":          d.text(&t.ServerName),
+			"insecure_skip_verify": d.boolean(&t.InsecureSkipVerify),
+		})
+	}
 }

@@ -191,12 +191,8 @@ func (c *Config) readFiles(dir string) report {
 		}
 	}
 	r = append(r, c.Admin.readTokenFiles(dir)...)
-	if rd := c.Store.Redis; rd != nil && rd.PasswordFile != "" {
-		if s, err := readSecretFile(dir, rd.PasswordFile); err != nil {
-			r.add(0, loc{path: "store.redis.password_file"}, "%v", err)
-		} else {
-			rd.filePassword = s
-		}
+	if rd := c.Store.Redis; rd != nil {
+		r = append(r, rd.readFiles(dir)...)
 	}
 	for i := range c.Keys {
 		k := &c.Keys[i]

@@ -110,6 +110,26 @@ func sameRedis(a, b *Redis) bool {
 	}
 	return slices.Equal(a.Addrs, b.Addrs) && a.Username == b.Username && a.Secret() == b.Secret() &&
 		a.DB == b.DB && a.TLS == b.TLS && a.Cluster == b.Cluster && a.KeyPrefix == b.KeyPrefix &&
-		a.FailMode == b.FailMode && a.Timeout == b.Timeout &&
-		a.Slack() == b.Slack()
+		a.FailMode == b.FailMode && a.Timeout == b.Timeout && a.WaitReplicas == b.WaitReplicas &&
+		a.Slack() == b.Slack() && sameSentinel(a.Sentinel, b.Sentinel) && sameTLS(a.TLSOptions, b.TLSOptions)
+}
+
+// sameSentinel reports whether two Sentinel configs are the same.
+func sameSentinel(a, b *RedisSentinel) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.MasterName == b.MasterName && slices.Equal(a.Addrs, b.Addrs) &&
+		a.Username == b.Username && a.Secret() == b.Secret()
+}
+
+// sameTLS reports whether two Redis TLS configs name the same files and
+// settings (a file rewritten under the same name is read at the next
+// restart).
+func sameTLS(a, b *RedisTLS) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.CAFile == b.CAFile && a.CertFile == b.CertFile && a.KeyFile == b.KeyFile &&
+		a.ServerName == b.ServerName && a.InsecureSkipVerify == b.InsecureSkipVerify
 }

@@ -242,6 +242,11 @@ type goField struct {
 // returns the field the path ends at.
 func goValue(c *Config, path string) (goField, bool) {
 	cur := []reflect.Value{reflect.ValueOf(c).Elem()}
+	// store.redis.tls is true or false (Redis.TLS), or a mapping whose
+	// fields fill Redis.TLSOptions.
+	if rest, ok := strings.CutPrefix(path, "store.redis.tls."); ok {
+		path = "store.redis.tls_options." + rest
+	}
 	parts := strings.Split(path, ".")
 	var found goField
 	for i, part := range parts {

@@ -38,7 +38,8 @@ func TestSchema(t *testing.T) {
 		"rooms[].webhooks[].events":        {Type: "list of strings", GoField: "Events"},
 		"trusted_proxies":                  {Type: "list of strings", GoField: "TrustedProxies"},
 		"ip_lists":                         {Type: "mapping of lists of strings", GoField: "IPListEntries"},
-		"store.redis.tls":                  {Type: "boolean", GoField: "TLS"},
+		"store.redis.tls":                  {Type: "mapping", GoField: "TLS"},
+		"store.redis.tls.ca_file":          {Type: "string", GoField: "CAFile"},
 		"rooms[].autopilot.latency_sigma":  {Type: "number", Default: "3", GoField: "Sigma"},
 	}
 	for path, w := range want {

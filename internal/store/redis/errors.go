@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,9 @@ func fail(op string, err error) error {
 			}
 		}
 		return fmt.Errorf("%w: %w", usher.Errorf(usher.EInternal, "redis: %s: server error", op), err)
+	}
+	if errors.As(err, new(replicasError)) {
+		return fmt.Errorf("%w: %w", usher.Errorf(usher.EUnavailable, "redis: %s: not replicated", op), err)
 	}
 	return fmt.Errorf("%w: %w", usher.Errorf(usher.EUnavailable, "redis: %s: unreachable", op), err)
 }

@@ -26,6 +26,7 @@ var (
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
 	admit, renew, peek, stats *valkey.Lua
+	admitSrc, renewSrc        source // their texts, for WAIT (wait.go)
 }
 
 func newScripts() scripts {
@@ -34,6 +35,9 @@ func newScripts() scripts {
 		renew: valkey.NewLuaScript(commonLua + roomLua + renewLua),
 		peek:  valkey.NewLuaScript(commonLua + roomLua + peekLua),
 		stats: valkey.NewLuaScriptReadOnly(commonLua + statsLua),
+
+		admitSrc: newSource(commonLua + roomLua + admitLua),
+		renewSrc: newSource(commonLua + roomLua + renewLua),
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
-	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,11 +16,12 @@ import (
 
 var _ usher.Store = (*Store)(nil)
 
-// Options configure a Store. Only Addrs is required.
+// Options configure a Store. Only Addrs (or Sentinel) is required.
 type Options struct {
-	// Addrs are the server addresses (host:port). Without Cluster, exactly
-	// one; with Cluster, any of the cluster's nodes (more than one is
-	// better: the client learns the others from the first that answers).
+	// Addrs are the server addresses (host:port), unless Sentinel finds
+	// the server. Without Cluster, exactly one; with Cluster, any of the
+	// cluster's nodes (more than one is better: the client learns the
+	// others from the first that answers).
 	Addrs []string
 	// Username and Password authenticate (AUTH); empty: none.
 	Username, Password string
@@ -32,6 +31,19 @@ type Options struct {
 	// TLS connects with TLS, verifying the server against the system's
 	// roots.
 	TLS bool
+	// TLSConfig, when set, connects with TLS as it says (a private CA, a
+	// client certificate, a server name), to the servers and the
+	// sentinels alike; TLS is then unused.
+	TLSConfig *tls.Config
+	// Sentinel, when set, finds the primary through Redis Sentinel and
+	// follows its failovers; Addrs and Cluster must then be unset.
+	Sentinel *Sentinel
+	// WaitReplicas, when above zero, has each admission and renewal wait
+	// (WAIT) until that many replicas have it, for at most half of
+	// Timeout, and fail as unavailable when fewer did: a failover then
+	// cannot lose a count a visitor was told of. Zero: no wait. Not with
+	// Cluster.
+	WaitReplicas int
 	// Cluster talks to a Redis Cluster; false talks to one server.
 	Cluster bool
 	// KeyPrefix starts every key (zero: "usher"). It must not contain '{'
@@ -79,7 +91,8 @@ type seen struct {
 	rec      int64    // the recovery last logged
 }
 
-// Open connects to the server (or cluster) and checks that it answers.
+// Open connects to the server (a cluster, or the primary the sentinels
+// name) and checks that it answers.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = "usher"
@@ -99,30 +112,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	switch {
-	case len(opts.Addrs) == 0:
-		return nil, usher.Errorf(usher.EInvalid, "redis: no address")
-	case !opts.Cluster && len(opts.Addrs) != 1:
-		return nil, usher.Errorf(usher.EInvalid, "redis: %d addresses without cluster: want one", len(opts.Addrs))
-	case opts.Cluster && opts.DB != 0:
-		return nil, usher.Errorf(usher.EInvalid, "redis: db %d with cluster: a cluster has only db 0", opts.DB)
-	case strings.ContainsAny(opts.KeyPrefix, "{}"):
-		return nil, usher.Errorf(usher.EInvalid, "redis: key prefix %q: must not contain { or }", opts.KeyPrefix)
-	}
-	co := valkey.ClientOption{
-		InitAddress:       opts.Addrs,
-		Username:          opts.Username,
-		Password:          opts.Password,
-		SelectDB:          opts.DB,
-		ClientName:        "usher",
-		ForceSingleClient: !opts.Cluster,
-		DisableCache:      true,
-		Dialer:            net.Dialer{Timeout: max(opts.Timeout, time.Second)},
-		// A server that stops answering frees the connection after this.
-		ConnWriteTimeout: max(4*opts.Timeout, 2*time.Second),
-	}
-	if opts.TLS {
-		co.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	co, err := clientOption(opts)
+	if err != nil {
+		return nil, err
 	}
 	vc, err := valkey.NewClient(co)
 	if err != nil {
@@ -186,7 +178,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var v [16]int64
-	if err := ints("admit", s.scripts.admit.Exec(ctx, s.client, keys, args), v[:]); err != nil {
+	if err := ints("admit", s.execWrite(ctx, s.scripts.admit, s.scripts.admitSrc, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])
@@ -235,7 +227,7 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 		defer cancelBy()
 	}
 	var v [7]int64
-	err := ints("renew", s.scripts.renew.Exec(ctx, s.client, keys, args), v[:])
+	err := ints("renew", s.execWrite(ctx, s.scripts.renew, s.scripts.renewSrc, keys, args), v[:])
 	if !op.By.IsZero() && !time.Now().Before(op.By) {
 		// Answered (or given up on) at or after By: applied when, is not
 		// known.

@@ -1,5 +1,6 @@
 // Package redistest starts real redis-server processes for tests: one
-// server on a free loopback port, or a small Redis Cluster. Servers keep
+// server on a free loopback port, a small Redis Cluster, or a primary with
+// a replica and three sentinels. Servers keep
 // nothing on disk (--save ” --appendonly no), live in the test's temp
 // directory and are killed when the test ends (and, on Linux, when the
 // test binary dies).
@@ -26,6 +27,7 @@ type Server struct {
 	dir   string
 	port  int
 	extra []string
+	conf  string // a sentinel's config file (it rewrites it); empty: a server
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -79,11 +81,16 @@ func (s *Server) start() error {
 		return errors.New("server already running")
 	}
 	logPath := filepath.Join(s.dir, "redis.log")
-	args := append([]string{
+	var args []string
+	if s.conf != "" {
+		args = []string{s.conf, "--sentinel"}
+	}
+	args = append(args, []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--save", "", "--appendonly", "no",
 		"--logfile", logPath,
-	}, s.extra...)
+	}...)
+	args = append(args, s.extra...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
