@@ -15,10 +15,16 @@ import (
 // measured: 33 of 88) 0.05 %; with 8 rooms and at most 6 wins, as before,
 // those were 3.5 % and 0.6 %, and the rooms of one run are not
 // independent (one run in 11 failed at 7 of 8).
+//
+// It does not run in parallel with the other end-to-end tests: the honest
+// waiter checks in on a timer, and on a machine whose cores the parallel
+// tests saturate (the E2E step runs three-node failovers and real proxies
+// beside it) its check-ins come late while the fast client's flood keeps
+// arriving, which measures the machine, not usher: 13 of 16 in such a
+// run, 2 and 6 of 16 alone.
 func TestE2EAdversaryFastCheckInTies(t *testing.T) {
 	const ties = 16
 	advSkip(t)
-	t.Parallel()
 	n := newAdvNode(t, "", "", fastRooms(ties, "2s"), "r00")
 	start := time.Now()
 	honest, fast := raceFast(t, n, ties, false)

@@ -152,6 +152,14 @@ func (f *Failover) Promoted() bool { return f.Current() == f.Replica.Addr() }
 // the test, for use off the test's goroutine.
 func (f *Failover) RestartPrimary() error { return f.Primary.start() }
 
+// ReplicaJoined reports whether the promoted replica has a replica of its
+// own online (the old primary, restarted and made a replica by the
+// sentinels): what wait_replicas needs to confirm anything.
+func (f *Failover) ReplicaJoined() bool {
+	info, err := do(f.Replica.Addr(), "INFO", "replication")
+	return err == nil && strings.Contains(info, "role:master") && strings.Contains(info, "state=online")
+}
+
 // WaitPromoted waits until every sentinel names the replica as the
 // primary and the replica says it is one, and fails the test after
 // within.
