@@ -112,6 +112,7 @@ type k8sProbe struct {
 }
 
 type k8sService struct {
+	Type     string            `yaml:"type"`
 	Selector map[string]string `yaml:"selector"`
 	Ports    []struct {
 		Name       string `yaml:"name"`
@@ -205,6 +206,7 @@ var wantAPIVersion = map[string]string{
 	"Service":             "v1",
 	"Deployment":          "apps/v1",
 	"PodDisruptionBudget": "policy/v1",
+	"NetworkPolicy":       "networking.k8s.io/v1",
 }
 
 func TestDeployKubernetesObjects(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,8 @@ type rawCase struct {
 	headers              []string
 	// attack names the review's attack the case repeats (1: a path
 	// usher read as its own while the proxy and the origin read a page;
-	// 7: a visitor asking forward auth itself), "" for the rest.
+	// 6: a client's own country header believed; 7: a visitor asking
+	// forward auth itself), "" for the rest.
 	attack string
 }
 
@@ -382,7 +384,9 @@ func fillShop(t *testing.T, rig *proxyRig) {
 func reverseProxyMode(_ *testing.T, rig *proxyRig) { rig.proxyURL = "http://" + rig.usherAddr }
 
 // TestE2EPathDifferential runs the corpus through nginx, Caddy and
-// HAProxy with the recipes as shipped, and to usher as the reverse proxy:
+// HAProxy with the recipes as shipped, and to usher as the reverse proxy
+// (twice: trusting no proxy, and trusting 10.0.0.0/8, which the harness's
+// clients are not in, each run with lies about the client's country too):
 // with the shop full and no cookie, nothing may reach the origin but the
 // open room's pages with usher's token, no visitor may get a token or
 // forward auth's answer, and only a path literally under /__usher/ is
@@ -392,21 +396,25 @@ func TestE2EPathDifferential(t *testing.T) {
 		t.Skip("end-to-end: sends about 1,500 requests through each of three proxies and to usher")
 	}
 	t.Parallel()
-	// usher alone is reached by visitors directly: none of them is a
-	// trusted proxy, and no header names their country.
-	alone := strings.NewReplacer("trusted_proxies: [127.0.0.1/8]\n", "", "country_header: X-Country\n", "").Replace(pathRooms)
+	// usher alone is reached by visitors directly, with the same country
+	// rule: with no trusted_proxies, and with trusted_proxies naming a
+	// network the visitors are not in, none of them is believed about its
+	// country (issue 21, attack 6), and they send more lies about it.
+	alone := replaceOnce(t, pathRooms, "trusted_proxies: [127.0.0.1/8]\n", "")
+	elsewhere := replaceOnce(t, pathRooms, "trusted_proxies: [127.0.0.1/8]\n", "trusted_proxies: [10.0.0.0/8]\n")
 	for _, px := range []struct {
 		name   string
 		config string
 		start  func(*testing.T, *proxyRig)
-	}{{"nginx", pathRooms, runNginxRecipe}, {"caddy", pathRooms, startCaddy}, {"haproxy", pathRooms, startHAProxy},
-		{"usher", alone, reverseProxyMode}} {
+		more   []rawCase
+	}{{"nginx", pathRooms, runNginxRecipe, nil}, {"caddy", pathRooms, startCaddy, nil}, {"haproxy", pathRooms, startHAProxy, nil},
+		{"usher", alone, reverseProxyMode, countryLies()}, {"usher_trusting_others", elsewhere, reverseProxyMode, countryLies()}} {
 		t.Run(px.name, func(t *testing.T) {
 			t.Parallel()
 			rig := newProxyRigWith(t, px.config)
 			px.start(t, rig)
 			fillShop(t, rig)
-			corpus := pathCorpus(rig.listenAddr())
+			corpus := append(pathCorpus(rig.listenAddr()), px.more...)
 			start := time.Now()
 			found := runPathHarness(t, rig, corpus)
 			t.Logf("%s: %d requests in %v, %d let through", px.name, len(corpus), time.Since(start).Round(time.Millisecond), len(found))
@@ -429,6 +437,48 @@ func TestE2EPathDifferential(t *testing.T) {
 	}
 }
 
+// replaceOnce returns s with its one old replaced by new, failing the
+// test when s does not hold old once (a config the harness would run
+// unchanged).
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if n := strings.Count(s, old); n != 1 {
+		t.Fatalf("the harness's config holds %q %d times, want once", old, n)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// countryLies are requests for the full shop from a client claiming the
+// country the shop's rule lets in, X-Country: XX, in several spellings and
+// repeats, some also claiming to come through a trusted proxy (10.0.0.1,
+// in the 10.0.0.0/8 that one usher run trusts) by X-Forwarded-For,
+// X-Real-IP or Forwarded. Only the connection's peer can make a request
+// trusted: sent to usher directly, each must wait.
+func countryLies() []rawCase {
+	claims := [][]string{
+		{"X-Country: XX"},
+		{"x-country: XX"},
+		{"X-COUNTRY:XX"},
+		{"X-Country: XX", "X-Country: XX"},
+		{"X-Country: YY", "X-Country: XX"},
+		{"X-Country: XX", "X-Country: YY"},
+		{"X-Country: XX", "X-Forwarded-For: 10.0.0.1"},
+		{"X-Country: XX", "X-Forwarded-For: 10.0.0.1, 10.0.0.2"},
+		{"X-Country: XX", "X-Real-IP: 10.0.0.1"},
+		{"X-Country: XX", "Forwarded: for=10.0.0.1;proto=http"},
+		{"X-Country: XX", "X-Forwarded-For: 10.0.0.1", "X-Real-IP: 10.0.0.1", "Forwarded: for=10.0.0.1", "X-Forwarded-Host: shop.example"},
+	}
+	var out []rawCase
+	for i, h := range claims {
+		for _, target := range []string{"/beer", "/", "/BEER", "/x/../beer", "/beer?country=XX"} {
+			out = append(out, rawCase{name: fmt.Sprintf("attack 6, claim %d: %s", i, target), method: http.MethodGet, target: target, headers: h, attack: "6"})
+		}
+		out = append(out, rawCase{name: fmt.Sprintf("attack 6, claim %d: POST /beer", i), method: http.MethodPost, target: "/beer",
+			headers: append(slices.Clone(h), "Content-Length: 0"), attack: "6"})
+	}
+	return out
+}
+
 // total returns how many requests the origin got.
 func (o *recordingOrigin) total() int {
 	o.mu.Lock()
@@ -443,8 +493,8 @@ func (o *recordingOrigin) since(n int) []originHit {
 	return append([]originHit(nil), o.hits[n:]...)
 }
 
-// attackTally counts the cases of attacks 1 and 7 that got through, and
-// the findings of each kind.
+// attackTally counts the cases of attacks 1, 7 and (when the corpus has
+// them) 6 that got through, and the findings of each kind.
 func attackTally(corpus []rawCase, found []pathFinding) string {
 	total := map[string]int{}
 	for _, c := range corpus {
@@ -468,6 +518,10 @@ func attackTally(corpus []rawCase, found []pathFinding) string {
 			auth++
 		}
 	}
-	return fmt.Sprintf("attack 1: %d of %d reached the origin; attack 7: %d of %d reached forward auth; findings: %d reached the origin, %d tokens, %d forward-auth answers, %d own-path answers",
-		len(through["1"]), total["1"], len(through["7"]), total["7"], origin, token, auth, own)
+	country := ""
+	if total["6"] > 0 {
+		country = fmt.Sprintf("attack 6: %d of %d reached the origin; ", len(through["6"]), total["6"])
+	}
+	return fmt.Sprintf("attack 1: %d of %d reached the origin; attack 7: %d of %d reached forward auth; %sfindings: %d reached the origin, %d tokens, %d forward-auth answers, %d own-path answers",
+		len(through["1"]), total["1"], len(through["7"]), total["7"], country, origin, token, auth, own)
 }

@@ -15,8 +15,9 @@ import (
 // Explain writes, for "usher check", one sentence per room saying in plain
 // words what the room does, each followed by one indented sentence per
 // event (in order of start) and per bypass rule; then one about requests
-// that match no room, and, when set, about the country header and watching
-// the file. It assumes c is valid.
+// that match no room, and, when set, about the country header, forward
+// auth (or its absence when trusted_proxies put a proxy in front) and
+// watching the file. It assumes c is valid.
 func (c *Config) Explain(w io.Writer) error {
 	var b strings.Builder
 	for i := range c.Rooms {
@@ -88,8 +89,13 @@ func (c *Config) Explain(w io.Writer) error {
 			fmt.Fprintf(&b, "Rules read the visitor's country from the %s header when a trusted proxy (trusted_proxies) sends it; from any other peer the header is ignored and rules see no country.\n", c.CountryHeader)
 		}
 	}
-	if fa := c.ForwardAuth.Listen; fa != "" {
+	switch fa := c.ForwardAuth.Listen; {
+	case fa != "":
 		fmt.Fprintf(&b, "Proxies ask about each request at %s/__usher/auth (forward auth; every peer of that listener is trusted: bind it where only the proxy reaches it); the public listener %s does not answer forward auth.\n", fa, c.Listen)
+	case len(c.TrustedProxies) > 0:
+		// A proxy stands in front: say that it cannot ask usher, lest an
+		// operator on an old recipe (public /__usher/auth) learn it from a 404.
+		fmt.Fprintf(&b, "Forward auth is off (no forward_auth.listen): a proxy in trusted_proxies must pass requests through usher, since /__usher/auth answers 404 on the public listener %s; to let it ask about each request instead, set forward_auth.listen to a private address and it answers there, at /__usher/auth.\n", c.Listen)
 	}
 	if at := c.AdmissionToken; !at.Disabled {
 		fmt.Fprintf(&b, "Admitted requests carry a signed admission token in %s for the origin to check (keys at /__usher/jwks.json).\n",
