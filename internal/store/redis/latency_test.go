@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,5 +58,60 @@ func TestLatencyBelowAndAboveTimeout(t *testing.T) {
 			t.Fatalf("admission with the latency removed: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLatencyScriptNotLoadedYet: a server that does not have a room
+// script yet (its first use, or after a restart or a failover) answers
+// the call in two round trips (EVALSHA, NOSCRIPT, then EVAL). With every
+// reply 500 ms late and a 900 ms timeout, each round trip is within the
+// timeout: the call costs two round trips of time and succeeds, for every
+// room script. Slow is not down. (With one timeout over both round trips,
+// each of these calls failed as unavailable.)
+func TestLatencyScriptNotLoadedYet(t *testing.T) {
+	srv := redistest.StartServer(t)
+	px := redistest.StartProxy(t, srv.Addr())
+	// Under 1 s: a round trip then always has a reply within the client's
+	// 1 s keep-alive, which otherwise sends a PING on a connection silent
+	// for a second and can hold a call behind it for a round trip.
+	const latency, timeout = 500 * time.Millisecond, 900 * time.Millisecond
+	s := mustOpen(t, redis.Options{Addrs: []string{px.Addr()}, Timeout: timeout})
+	ctx := context.Background()
+	now := time.Now()
+	// The client spreads calls over a few connections and opens each when
+	// it first needs it, a round trip of its own (HELLO): open them all
+	// before the latency, so that only the script's loading is measured.
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() { _, _ = s.RuntimeVersion(ctx) })
+	}
+	wg.Wait()
+	px.Latency(latency)
+
+	start := time.Now()
+	o := op(now, 10, 100, time.Minute)
+	res, err := s.Admit(ctx, "r", o)
+	if err != nil || !res.Admitted {
+		t.Fatalf("first admission, script not loaded, replies %v late under a %v timeout: %+v %v", latency, timeout, res, err)
+	}
+	if took := time.Since(start); took < 2*latency {
+		t.Errorf("the first admission took %v: want two round trips (EVALSHA, EVAL)", took)
+	}
+	if _, _, err := s.Peek(ctx, "r", now, now.Unix()); err != nil {
+		t.Errorf("first peek: %v", err)
+	}
+	if _, err := s.Stats(ctx, "r", now); err != nil {
+		t.Errorf("first stats: %v", err)
+	}
+	if _, err := s.Renew(ctx, "r", usher.RenewOp{Now: now, Visitor: o.Visitor, From: usher.Cell{Exp: o.ActiveExp, At: o.Counted},
+		To: o.ActiveExp + 10, Counted: now.Add(time.Millisecond), Keep: o.ActiveExp + 10}); err != nil {
+		t.Errorf("first renewal: %v", err)
+	}
+
+	// Loaded now: one round trip.
+	start = time.Now()
+	mustAdmit(t, s, "r", op(now, 10, 100, time.Minute))
+	if took := time.Since(start); took >= 2*latency {
+		t.Errorf("an admission with the script loaded took %v: want one round trip", took)
 	}
 }
