@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,22 +70,12 @@ func TestLatencyBelowAndAboveTimeout(t *testing.T) {
 func TestLatencyScriptNotLoadedYet(t *testing.T) {
 	srv := redistest.StartServer(t)
 	px := redistest.StartProxy(t, srv.Addr())
-	// Under 1 s: a round trip then always has a reply within the client's
-	// 1 s keep-alive, which otherwise sends a PING on a connection silent
-	// for a second and can hold a call behind it for a round trip.
 	const latency, timeout = 500 * time.Millisecond, 900 * time.Millisecond
 	s := mustOpen(t, redis.Options{Addrs: []string{px.Addr()}, Timeout: timeout})
 	ctx := context.Background()
 	now := time.Now()
-	// The client spreads calls over a few connections and opens each when
-	// it first needs it, a round trip of its own (HELLO): open them all
-	// before the latency, so that only the script's loading is measured.
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() { _, _ = s.RuntimeVersion(ctx) })
-	}
-	wg.Wait()
 	px.Latency(latency)
+	settle(ctx, s)
 
 	start := time.Now()
 	o := op(now, 10, 100, time.Minute)
@@ -115,3 +104,37 @@ func TestLatencyScriptNotLoadedYet(t *testing.T) {
 		t.Errorf("an admission with the script loaded took %v: want one round trip", took)
 	}
 }
+
+// TestLatencyCallsOneAtATimeStayUp: a node's calls one at a time (an idle
+// node's polls, a quiet room), every reply 1 s late under a 2 s timeout,
+// and one call among them that times out (its reply 2.5 s late). Every
+// other call succeeds in about a round trip: the call that timed out does
+// not cost the connection. (Before the client always pipelined, a call
+// alone on its connection that timed out closed it; the next call's
+// reconnection, HELLO, and its own round trip then took the whole 2 s,
+// failed, and closed it again: every call failed from then on.)
+func TestLatencyCallsOneAtATimeStayUp(t *testing.T) {
+	srv := redistest.StartServer(t)
+	px := redistest.StartProxy(t, srv.Addr())
+	s := mustOpen(t, redis.Options{Addrs: []string{px.Addr()}, Timeout: 2 * time.Second})
+	ctx := context.Background()
+	mustAdmit(t, s, "r", op(time.Now(), 10, 100, time.Minute)) // the script loaded
+	px.Latency(2500 * time.Millisecond)
+	if _, err := s.Admit(ctx, "r", op(time.Now(), 10, 100, time.Minute)); usher.ErrorCode(err) != usher.EUnavailable {
+		t.Fatalf("admission 2.5 s late under a 2 s timeout: %v, want unavailable", err)
+	}
+	px.Clear()
+	px.Latency(time.Second)
+	settle(ctx, s)
+	for i := range 5 {
+		start := time.Now()
+		if _, err := s.Admit(ctx, "r", op(time.Now(), 10, 100, time.Minute)); err != nil {
+			t.Fatalf("admission %d after the one that timed out, replies 1 s late: %v (after %v)", i, err, time.Since(start))
+		}
+	}
+}
+
+// settle makes one call on the store's connection, whatever it answers:
+// the first reply after a toxic is added to the proxy can take a round
+// trip more than the latency.
+func settle(ctx context.Context, s *redis.Store) { _, _ = s.RuntimeVersion(ctx) }
