@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +94,9 @@ func TestSentinelFollowsFailover(t *testing.T) {
 	}
 	// Every sentinel names the replica in the end (some learn it from
 	// the others a moment later), and the replica says it is the primary.
-	f.WaitPromoted(10 * time.Second)
+	if addr, promoted := f.WaitPrimary(10 * time.Second); !promoted {
+		t.Errorf("the sentinels name %s as the primary, want the replica %s; their events:\n%s", addr, f.Replica.Addr(), strings.Join(f.FailoverEvents(), "\n"))
+	}
 }
 
 // TestSentinelOpenErrors: a sentinel store refuses addresses, a cluster

@@ -30,13 +30,16 @@ type Failover struct {
 
 // StartFailover starts a primary, a replica replicating it and three
 // sentinels (redis-server --sentinel) monitoring it as MasterName, with a
-// down-after of one second so that a failover takes a few seconds. It
+// down-after of three seconds, so that a failover takes a few seconds and
+// a server starved of CPU for a second on a loaded machine is not failed
+// over by mistake (with one second, a run of the whole suite on two
+// cores once saw the sentinels fail the promoted replica over again). It
 // returns once the replica is in sync and every sentinel knows the
 // replica and the other two sentinels. Everything stops when the test
 // ends.
 func StartFailover(t testing.TB) *Failover {
 	t.Helper()
-	f := &Failover{DownAfter: time.Second}
+	f := &Failover{DownAfter: 3 * time.Second}
 	f.Primary = startServer(t, nil)
 	f.Replica = startReplica(t, f.Primary)
 	for range 3 {
@@ -152,30 +155,63 @@ func (f *Failover) Promoted() bool { return f.Current() == f.Replica.Addr() }
 // the test, for use off the test's goroutine.
 func (f *Failover) RestartPrimary() error { return f.Primary.start() }
 
-// ReplicaJoined reports whether the promoted replica has a replica of its
-// own online (the old primary, restarted and made a replica by the
-// sentinels): what wait_replicas needs to confirm anything.
+// ReplicaJoined reports whether the server the sentinels name as the
+// primary is one, with a replica of its own online (after a failover, the
+// old primary restarted and made a replica by the sentinels): what
+// wait_replicas needs to confirm anything.
 func (f *Failover) ReplicaJoined() bool {
-	info, err := do(f.Replica.Addr(), "INFO", "replication")
+	cur := f.Current()
+	if cur == "" {
+		return false
+	}
+	info, err := do(cur, "INFO", "replication")
 	return err == nil && strings.Contains(info, "role:master") && strings.Contains(info, "state=online")
 }
 
-// WaitPromoted waits until every sentinel names the replica as the
-// primary and the replica says it is one, and fails the test after
-// within.
-func (f *Failover) WaitPromoted(within time.Duration) {
+// WaitPrimary waits until every sentinel names the same server as the
+// primary, that server is not the one killed (the Primary as first
+// started, before it rejoined as a replica), unless the sentinels have
+// since failed over to it again, and it says it is a primary; it fails
+// the test after within. It returns the address and whether it is the
+// replica promoted (false only after a second failover, which
+// FailoverEvents shows).
+func (f *Failover) WaitPrimary(within time.Duration) (addr string, promoted bool) {
 	f.Primary.t.Helper()
-	f.wait(f.Primary.t, within, "the replica promoted", func() (bool, string) {
+	f.wait(f.Primary.t, within, "primary named by the sentinels", func() (bool, string) {
 		cur := f.Current()
-		if cur != f.Replica.Addr() {
-			return false, "sentinels name " + cur
+		if cur == "" {
+			return false, "the sentinels disagree or do not answer"
 		}
-		role, err := do(f.Replica.Addr(), "ROLE")
+		role, err := do(cur, "ROLE")
 		if err != nil || !strings.HasPrefix(role, "master") {
-			return false, "replica's role: " + role
+			return false, fmt.Sprintf("the sentinels name %s, whose role is %q (%v)", cur, role, err)
 		}
+		addr = cur
 		return true, ""
 	})
+	return addr, addr == f.Replica.Addr()
+}
+
+// FailoverEvents returns the lines of the sentinels' logs that record a
+// change of the primary's state (down, elected, switched), oldest first
+// per sentinel: what a test logs to show which failovers happened.
+func (f *Failover) FailoverEvents() []string {
+	var out []string
+	for _, s := range f.Sentinels {
+		log, err := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			for _, ev := range []string{"+sdown", "-sdown", "+odown", "+elected-leader", "+switch-master", "+convert-to-slave"} {
+				if strings.Contains(line, ev+" ") {
+					out = append(out, s.Addr()+": "+strings.TrimSpace(line))
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // wait polls ok every 50ms until it holds, failing the test with what
