@@ -208,7 +208,8 @@ type node struct {
 	events    *events
 	decider   *decider
 	recorder  *analytics.Recorder
-	clock     *clockWatch // on a shared store: the nodes' clocks against it
+	priors    *analytics.Priors // what each room learned from its earlier lines
+	clock     *clockWatch       // on a shared store: the nodes' clocks against it
 	st        *state
 	handler   http.Handler
 	log       *slog.Logger
@@ -243,6 +244,8 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	}
 	opts.Limiter = pilot
 	n.pilot = pilot
+	n.priors = &analytics.Priors{}
+	opts.Prior = n.priors.Prior
 	n.engine = admission.New(store, opts)
 	pilot.Status = n.engine.Status
 	n.decider = &decider{Engine: n.engine, ev: ev}
@@ -358,6 +361,7 @@ func (n *node) invite(room string, uses int, expires time.Time, mode usher.Invit
 // store, keeping the key ring there.
 func (n *node) background(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, store usher.Store, log *slog.Logger) {
 	wg.Go(func() { n.recorder.Run(ctx, analyticsFlush) })
+	wg.Go(func() { n.priors.Run(ctx, store, n.st.roomIDs, priorsRefresh) })
 	if n.fromStore && cfg.Store.Redis != nil {
 		wg.Go(func() { n.ring.keep(ctx, store, log) })
 	}
@@ -388,6 +392,10 @@ func sentinelOptions(sen *config.RedisSentinel) *redis.Sentinel {
 // analyticsFlush is how often a node samples its rooms' counters and
 // flushes its analytics to the store.
 const analyticsFlush = 5 * time.Second
+
+// priorsRefresh is how often a node reads its rooms' learned priors from
+// their analytics (a line freezes the one it forms with).
+const priorsRefresh = time.Minute
 
 // openStore opens the configured store and returns the engine options that
 // go with it: a shared store keeps sessions' counts a clock slack longer

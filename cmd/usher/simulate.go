@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/analytics"
 	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/store/local"
@@ -35,6 +38,11 @@ type SimulateResult struct {
 	Waits []bench.MinuteWaits `json:"waits_by_arrival_minute"`
 	// Origin is the simulated origin's figures (with --origin).
 	Origin *bench.OriginStats `json:"origin,omitempty"`
+	// Learned is the prior this run's line used and what it teaches the
+	// room's next event; LearnedFrom, with --prior auto, what the earlier
+	// event taught this one.
+	Learned     *bench.LearnedStats `json:"learned,omitempty"`
+	LearnedFrom *bench.LearnedStats `json:"learned_from,omitempty"`
 }
 
 func (m *Main) simulate(ctx context.Context, args []string) error {
@@ -51,6 +59,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	plot := fs.String("plot", "", "write an SVG plot to this file")
 	originSpec := fs.String("origin", "", "simulate the origin: WORKERS,SERVICE,TIMEOUT such as 20,80ms-120ms,5s (latency and errors grow with its load)")
 	aggregate := fs.String("aggregate", "auto", "park far-back waiters instead of simulating each of their check-ins: on, off, or auto (on from "+strconv.Itoa(aggregateFrom)+" visitors when the room allows it)")
+	priorSpec := fs.String("prior", "off", "what the room learned from an earlier event: off, auto (simulate the same crowd once before, with seed+1, and learn from it), or a factor such as 1.4")
 	compare := fs.Bool("compare", false, "run twice, with fixed limits and with the room's autopilot, and compare the origin's health (needs --origin)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -80,6 +89,24 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		if origin, err = parseOrigin(*originSpec); err != nil {
 			problem("origin", err)
 		}
+	}
+	prior, learnFirst := 0.0, false
+	switch *priorSpec {
+	case "off":
+	case "auto":
+		learnFirst = true
+	default:
+		f, err := strconv.ParseFloat(*priorSpec, 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0) || f <= 0) {
+			err = errors.New("not a positive number")
+		}
+		if err != nil {
+			problem("prior", fmt.Errorf("%q: want off, auto or a factor above zero (%v)", *priorSpec, err))
+		}
+		prior = f
+	}
+	if *compare && *priorSpec != "off" {
+		problem("prior", fmt.Errorf("not with --compare"))
 	}
 	switch *aggregate {
 	case "auto", "on", "off":
@@ -130,16 +157,32 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		return m.simulateCompare(ctx, compareRun{room: room, arrivals: *arrivals, arr: arr, model: model, seed: *seed,
 			horizon: *horizon, origin: origin, plot: *plot, json: *jsonOut})
 	}
-	store, err := local.Open(local.Options{})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	start := time.Now()
-	line := m.progress("usher simulate: ")
-	tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: *seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin, Aggregate: agg,
-		Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
-	line.Done()
+	run := func(seed uint64, prior float64, what string) (*bench.Timeline, error) {
+		store, err := local.Open(local.Options{})
+		if err != nil {
+			return nil, err
+		}
+		defer store.Close()
+		line := m.progress("usher simulate: " + what)
+		tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin, Aggregate: agg, Prior: prior,
+			Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
+		line.Done()
+		return tl, err
+	}
+	var learnedFrom *bench.LearnedStats
+	if learnFirst {
+		// The room's earlier event: the same crowd with other visitors.
+		first, err := run(*seed+1, 0, "the earlier event: ")
+		if err != nil {
+			return err
+		}
+		learnedFrom = first.Learned
+		if learnedFrom.OK {
+			prior = learnedFrom.Factor
+		}
+	}
+	tl, err := run(*seed, prior, "")
 	if err != nil {
 		return err
 	}
@@ -154,6 +197,10 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	}
 	if tl.Aggregate != nil {
 		res.Mode = "aggregate"
+	}
+	res.Learned, res.LearnedFrom = tl.Learned, learnedFrom
+	if learnedFrom != nil && !learnedFrom.OK {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--prior auto: the earlier event had %d waiters with a cold first page, fewer than %d: no prior was learned", learnedFrom.Waiters, analytics.MinLearned))
 	}
 	if tl.Horizon {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the simulated clock reached --horizon %v with visitors still there; raise it to see the end", *horizon))
@@ -174,6 +221,9 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	if a := res.Aggregate; a != nil {
 		fmt.Fprintf(m.Stdout, "Aggregate mode: %d decisions; far-back waiters parked %d times, %d check-ins applied in bulk.\n",
 			a.Decisions, a.Parked, a.Skipped)
+	}
+	if l := res.Learned; l != nil && (l.Prior != 1 || learnFirst) {
+		fmt.Fprintf(m.Stdout, "Cold first pages scaled by the prior %.2f (learned from an earlier event); %d waiters had one.\n", l.Prior, l.Waiters)
 	}
 	bench.WriteSummary(m.Stdout, res.Result, lim)
 	fmt.Fprintln(m.Stdout)

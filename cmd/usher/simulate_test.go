@@ -54,6 +54,10 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"unknown room", []string{"--room", "drop"}, `--room: no room "drop" in the config (it has sale, other)`},
 		{"aggregate", []string{"--aggregate", "maybe"}, `--aggregate: "maybe": want on, off or auto`},
 		{"aggregate with origin", []string{"--aggregate", "on", "--origin", "20,80ms-120ms,5s"}, "--aggregate: on: a simulated origin (--origin)"},
+		{"prior word", []string{"--prior", "learn"}, `--prior: "learn": want off, auto or a factor above zero`},
+		{"prior zero", []string{"--prior", "0"}, `--prior: "0": want off, auto or a factor above zero (not a positive number)`},
+		{"prior NaN", []string{"--prior", "NaN"}, `--prior: "NaN": want off, auto or a factor above zero (not a positive number)`},
+		{"prior with compare", []string{"--prior", "auto", "--compare", "--origin", "20,80ms-120ms,5s"}, "--prior: not with --compare"},
 		{"not a duration", []string{"--room", "sale", "--horizon", "tomorrow"}, `invalid value "tomorrow" for flag -horizon`},
 	}
 	for _, tt := range tests {

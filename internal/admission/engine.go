@@ -54,6 +54,11 @@ type Options struct {
 	// hasher under a random secret of this engine's own: right on one
 	// node only).
 	ClientKeys func() *limit.Hasher
+	// Prior, when not nil, returns the factor room learned from its
+	// earlier lines (learn.go): a line's cold first pages scale the
+	// forecast from the limits by it. It is called when a line forms, on
+	// the decision's goroutine, so it must be quick (a cached value).
+	Prior func(room string) (factor float64, ok bool)
 }
 
 // Limiter supplies a room's effective limits.
@@ -99,6 +104,7 @@ type Engine struct {
 	brk     breaker
 	revoked revoked
 	flow    flows // what this engine saw of each line, for estimates
+	lines   lines // each room's standing line and its learned factor
 	// lost counts decisions on a ticket one answer behind the store's
 	// record: takeovers, and lost admissions delivered or started over.
 	lost atomic.Int64
@@ -560,7 +566,11 @@ func (e *Engine) estimate(d *usher.Decision, room string, bucket int64, res ushe
 	case s.QueueAll:
 		// Nobody is let in until the operator lifts queue_all.
 	default:
-		d.WaitKnown, d.EstimatedWait = e.fifoWait(room, res, s, d.RefreshAfter, now)
+		var cold bool
+		d.WaitKnown, d.EstimatedWait, cold = e.fifoWait(room, res, s, d.RefreshAfter, now)
+		if cold && d.Ticket.Announced == 0 {
+			e.lines.cold(room, d.Ticket.ArrivedAt)
+		}
 	}
 }
 

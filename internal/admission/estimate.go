@@ -36,17 +36,24 @@ const (
 // fifoWait returns the expected wait of a FIFO waiter of room with the
 // counts of res, under s, told to check in again after refresh: the time
 // until the capacity freed from now on covers it and everyone ahead,
-// plus the half check-in interval it then takes to come back.
-func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings, refresh time.Duration, now time.Time) (bool, time.Duration) {
-	if res.Ahead < res.Slots {
-		return true, refresh
-	}
-	come := s.RefreshInterval / 4 // near the front, check-ins come every half interval
-	need := res.Ahead + 1
-	wait := e.forecast(room, res, s, now, need)
+// plus the half check-in interval it then takes to come back. cold says
+// the serving counter had no weight in it: the forecast from the limits,
+// scaled by the room's learned factor (learn.go), is all it rests on.
+func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings, refresh time.Duration, now time.Time) (known bool, wait time.Duration, cold bool) {
 	// A marker is followed through the check-ins of its bucket's waiters,
 	// which come as often as their adaptive intervals say.
 	fresh := max(2*s.RefreshInterval, MaxInterval(s)) + 2*time.Second
+	// A line nobody has waited in for two of those has ended: the next
+	// one reads the room's prior afresh.
+	factor := e.lines.factor(room, now, 2*fresh, e.opts.Prior)
+	if res.Ahead < res.Slots {
+		return true, refresh, false
+	}
+	come := s.RefreshInterval / 4 // near the front, check-ins come every half interval
+	need := res.Ahead + 1
+	raw := e.forecast(room, res, s, now, need)
+	wait = scaleWait(raw, factor)
+	cold = true
 	if sv, ok := e.flow.clearing(room, now, fresh, servingMax); ok && sv.span >= servingMin && !e.noServing {
 		// Blend the rates, not the times: a line that has only begun to
 		// move (a serving counter that saw mostly the stall before the
@@ -58,10 +65,24 @@ func (e *Engine) fifoWait(room string, res usher.AdmitResult, s *usher.Settings,
 			w := min(sv.span.Seconds()/servingSpan.Seconds(), 1)
 			if r := w*measured + (1-w)*forecast; r > 0 {
 				wait = time.Duration(beyond / r * float64(time.Second))
+				cold = w <= 0
 			}
 		}
 	}
-	return true, wait + come
+	if cold {
+		// The whole page is the forecast's, scaled: so what is announced
+		// over the factor is what the limits forecast (learn.go).
+		return true, scaleWait(raw+come, factor), true
+	}
+	return true, wait + come, false
+}
+
+// scaleWait returns d scaled by f.
+func scaleWait(d time.Duration, f float64) time.Duration {
+	if f == 1 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
 }
 
 // forecast returns how long until the room can have let need more

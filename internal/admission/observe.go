@@ -41,6 +41,11 @@ type Observation struct {
 	Announced time.Duration
 	// OnOrigin is an ended session's time on the origin (zero: unknown).
 	OnOrigin time.Duration
+	// Forecast, when not zero, is what the limits alone forecast for an
+	// admitted visitor whose first page was cold (the serving counter had
+	// no weight in it): Announced without the learned factor. Queued over
+	// Forecast is what the room learns from (learn.go).
+	Forecast time.Duration
 }
 
 // Observer is told of each happening. Observe is called on the decision's
@@ -101,5 +106,10 @@ func (e *Engine) observeAdmitted(room string, tk *usher.Ticket, now time.Time) {
 	}
 	o := Observation{What: Admitted, At: now, Queued: max(0, now.Sub(tk.ArrivedAt))}
 	o.Announced = tk.Announced
+	if tk.Announced > 0 {
+		if f, cold := e.lines.coldFactor(room, tk.ArrivedAt); cold {
+			o.Forecast = forecastOf(tk.Announced, f)
+		}
+	}
 	e.opts.Observer.Observe(room, o)
 }

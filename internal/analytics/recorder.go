@@ -36,6 +36,7 @@ const (
 	pQueue    = "q" // + bucket: time in queue, milliseconds
 	pOrigin   = "o" // + bucket: time on origin, milliseconds
 	pETA      = "e" // + bucket: announced wait error, percent
+	pLearn    = "l" // + bucket: actual wait over the limits' forecast of a cold first page, percent
 )
 
 // Sink is where a Recorder flushes (usher.Store).
@@ -84,7 +85,7 @@ type minuteAgg struct {
 	sampled, lapSampled                  bool
 	peakWait, peakActive, lapsed         int64
 	lapFirst                             int64 // the first Lapsed sample
-	queue, origin, eta                   Hist
+	queue, origin, eta, learn            Hist
 }
 
 type aggKey struct {
@@ -141,6 +142,9 @@ func (r *Recorder) Observe(room string, o admission.Observation) {
 		a.queue.Record(o.Queued.Milliseconds())
 		if pct, ok := ETAErrorPct(o.Queued, o.Announced); ok {
 			a.eta.Record(pct)
+		}
+		if pct, ok := LearnPct(o.Queued, o.Forecast); ok {
+			a.learn.Record(pct)
 		}
 	case admission.Ended:
 		a.ended++
@@ -296,6 +300,7 @@ func (a *minuteAgg) merge(o *minuteAgg) {
 	a.queue.Merge(&o.queue)
 	a.origin.Merge(&o.origin)
 	a.eta.Merge(&o.eta)
+	a.learn.Merge(&o.learn)
 }
 
 // delta returns a's fields as a store delta of minute.
@@ -313,7 +318,7 @@ func (a *minuteAgg) delta(minute time.Time) usher.AnalyticsDelta {
 		d.Max[fLapsed] = a.lapsed
 		d.Max[fLapFirst] = lapBase - min(max(a.lapFirst, 0), lapBase)
 	}
-	for prefix, h := range map[string]*Hist{pQueue: &a.queue, pOrigin: &a.origin, pETA: &a.eta} {
+	for prefix, h := range map[string]*Hist{pQueue: &a.queue, pOrigin: &a.origin, pETA: &a.eta, pLearn: &a.learn} {
 		h.Each(func(i int, n uint64) { d.Add[prefix+strconv.Itoa(i)] = int64(n) })
 	}
 	return d

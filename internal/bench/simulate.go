@@ -67,6 +67,11 @@ type SimConfig struct {
 	// it did. The parked check-ins are not in the visitors' CheckIns
 	// (Report reads a visitor's first check-in and its latest, which are).
 	Aggregate bool
+	// Prior, when positive, is the factor the room learned from an
+	// earlier event (admission.Options.Prior): the line's cold first
+	// pages scale the limits' forecast by it. The timeline's Learned says
+	// what this run teaches the next, whether or not a prior was given.
+	Prior float64
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -180,6 +185,7 @@ type simVisitor struct {
 // sim is one simulated run in progress.
 type sim struct {
 	cfg     SimConfig
+	learn   *simLearn // what the run teaches the room's next event
 	room    usher.Room
 	eng     *engine.Engine
 	start   time.Time
@@ -221,6 +227,11 @@ func newSim(cfg SimConfig) *sim {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51_6d_75_1a_7e))
 	opts := engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick}
+	if f := cfg.Prior; f > 0 {
+		opts.Prior = func(string) (float64, bool) { return f, true }
+	}
+	s.learn = &simLearn{}
+	opts.Observer = s.learn
 	if cfg.Origin.On() {
 		s.origin = newSimOrigin(cfg.Origin, cfg.Seed, &s.room, s.start)
 		if s.origin.pilot != nil {
@@ -329,6 +340,7 @@ func (s *sim) finish(end time.Duration, horizon bool, err error) error {
 		st.Decisions = s.decisions
 		s.tl.Aggregate = &st
 	}
+	s.tl.Learned = s.learn.stats(s.cfg.Prior)
 	s.rec.close()
 	s.report(end, true)
 	return err

@@ -30,6 +30,9 @@ type Timeline struct {
 	// Aggregate says what aggregate mode did (nil: the run was simulated
 	// check-in by check-in).
 	Aggregate *AggregateStats `json:"aggregate,omitempty"`
+	// Learned is what a simulated run teaches the room's next event (nil:
+	// not simulated).
+	Learned *LearnedStats `json:"learned,omitempty"`
 }
 
 // Visitor is one virtual visitor's history.
