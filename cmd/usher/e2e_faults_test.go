@@ -218,9 +218,12 @@ func statusCode(addr string) int {
 }
 
 // partitionActiveBound is how far over the active limit a partition of
-// one node of three may take the room in TestE2EFaultNodePartitioned: a
-// fifth of the limit, where 1 and 2 were measured.
-const partitionActiveBound = 4
+// one node of three may take the room in TestE2EFaultNodePartitioned:
+// the sessions whose last requests the cut node served uncounted, of
+// those ending within a session of the partition; with the balancer
+// sending it one request in three, a third of the limit. Measured: 2, 1
+// and 3 in three runs.
+const partitionActiveBound = 20 / 3
 
 // TestE2EFaultNodePartitioned cuts one node of three off from Redis (a
 // toxiproxy proxy between it and Redis stops forwarding, connections
@@ -317,9 +320,9 @@ func TestE2EFaultNodePartitioned(t *testing.T) {
 	// the active limit by at most the sessions whose last renewals fell
 	// on the cut node, until their visitors' sessions end (one session
 	// after the partition at most). Measured: 2 over for 5.7 s in all,
-	// 10 to 16 s after the heal; 1 over for 1.0 s, 9 to 10 s after it
-	// (docs/scaling.md, "Failure table"). The rate is counted exactly by
-	// the others.
+	// 10 to 16 s after the heal; 1 over for 1.0 s, 9 to 10 s after it;
+	// 3 over for 4.0 s, 7 to 11 s after it (docs/scaling.md, "Failure
+	// table"). The rate is counted exactly by the others.
 	f.check(t, partitionActiveBound, 0)
 	if f.activeOver > 0 {
 		last := o.to.Add(e2eLimits.SessionDuration + 2*time.Second)
