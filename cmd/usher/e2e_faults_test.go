@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,6 +240,26 @@ func TestE2EFaultNodePartitioned(t *testing.T) {
 		t.Skip("end-to-end: runs for about two minutes")
 	}
 	t.Parallel()
+	nodePartitioned(t, false)
+}
+
+// TestE2EFaultNodePartitionedHealthChecked is TestE2EFaultNodePartitioned
+// behind a balancer that health-checks the nodes' status endpoint (503
+// while a node's store is unavailable) every 250 ms and sends nothing to
+// a node that fails it: the cut node then serves no session uncounted,
+// and the room stays within its limits.
+func TestE2EFaultNodePartitionedHealthChecked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: runs for about two minutes")
+	}
+	t.Parallel()
+	nodePartitioned(t, true)
+}
+
+// nodePartitioned runs the partition, behind a health-checking balancer
+// when checked.
+func nodePartitioned(t *testing.T, checked bool) {
+	t.Helper()
 	rd := redistest.StartServer(t)
 	px := redistest.StartProxy(t, rd.Addr())
 	const timeout = "    timeout: 200ms\n"
@@ -247,6 +268,10 @@ func TestE2EFaultNodePartitioned(t *testing.T) {
 		redisStore([]string{rd.Addr()}, false, timeout),
 		redisStore([]string{rd.Addr()}, false, timeout),
 	})
+	if checked {
+		c.lb.Close()
+		c.lb = newCheckedBalancer(t, c.addrs)
+	}
 	cut, healed := c.addrs[0], c.addrs[1]
 
 	// A visitor admitted before the crowd, who browses on through a node
@@ -309,7 +334,7 @@ func TestE2EFaultNodePartitioned(t *testing.T) {
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
-	f := measureFault(t, "node partitioned", tl, res, o.from, o.to)
+	f := measureFault(t, fmt.Sprintf("node partitioned (balancer health checks: %v)", checked), tl, res, o.from, o.to)
 	t.Logf("during the partition the cut node's status endpoint answered %d; a browser admitted elsewhere: admitted %v; a new visitor: admitted %v (status %d); the node answered its status again %v after the partition healed",
 		o.downStatus, o.browserIn, o.newIn, o.newStatus, o.back.Sub(o.to).Round(time.Millisecond))
 	// The other nodes count exactly, but the partitioned node cannot
@@ -323,7 +348,14 @@ func TestE2EFaultNodePartitioned(t *testing.T) {
 	// 10 to 16 s after the heal; 1 over for 1.0 s, 9 to 10 s after it;
 	// 3 over for 4.0 s, 7 to 11 s after it (docs/scaling.md, "Failure
 	// table"). The rate is counted exactly by the others.
-	f.check(t, partitionActiveBound, 0)
+	bound := partitionActiveBound
+	if checked {
+		// The balancer stops sending to the cut node within a check
+		// (and the node's own breaker) of the cut: what it served
+		// uncounted before then is at most a renewal or two.
+		bound = 1
+	}
+	f.check(t, bound, 0)
 	if f.activeOver > 0 {
 		last := o.to.Add(e2eLimits.SessionDuration + 2*time.Second)
 		for _, s := range bench.Series(tl, e2eLimits, 100*time.Millisecond) {
@@ -510,4 +542,45 @@ func slowReplica(t *testing.T, wait int) {
 	if wait > 0 && f.rtt50 < slowReplicaLag {
 		t.Errorf("admitting round trip p50 %v with wait_replicas 1, want at least the replica's lag %v: the nodes did not wait for it", f.rtt50, slowReplicaLag)
 	}
+}
+
+// newCheckedBalancer is newBalancer with health checks: every 250 ms it
+// asks each node for the room's status and sends nothing to a node that
+// answers other than 200 until it answers 200 again, as a load balancer
+// health-checking /__usher/status/<room> does.
+func newCheckedBalancer(t *testing.T, backends []string) *httptest.Server {
+	t.Helper()
+	b := &balancer{backends: backends, downTill: map[string]time.Time{}, base: http.DefaultTransport.(*http.Transport).Clone()}
+	stop := make(chan struct{})
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for _, be := range backends {
+				if statusCode(be) != http.StatusOK {
+					b.mu.Lock()
+					b.downTill[be] = time.Now().Add(300 * time.Millisecond)
+					b.mu.Unlock()
+				}
+			}
+		}
+	}()
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Scheme = "http"
+			r.Out.URL.Host = "placeholder"
+			r.Out.Host = r.In.Host
+		},
+		Transport: b,
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(func() { srv.Close(); close(stop); <-checked })
+	return srv
 }
