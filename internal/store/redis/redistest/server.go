@@ -1,7 +1,9 @@
 // Package redistest starts real redis-server processes for tests: one
-// server on a free loopback port, a small Redis Cluster, or a primary with
-// a replica and three sentinels. Servers keep
-// nothing on disk (--save ” --appendonly no), live in the test's temp
+// server on a free loopback port, a small Redis Cluster (with or without
+// replicas), or a primary with a replica and three sentinels, and puts
+// faults between them and their clients (Proxy: toxiproxy's proxy as a
+// library). Servers keep nothing on disk (--save ” --appendonly no)
+// unless started with StartPersistentServer, live in the test's temp
 // directory and are killed when the test ends (and, on Linux, when the
 // test binary dies).
 package redistest
@@ -65,7 +67,8 @@ func startServer(t testing.TB, extra func(port int) []string) *Server {
 // Addr returns the server's host:port.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// Start starts the server again, on the same port, with no data. It fails
+// Start starts the server again, on the same port, with no data (one of
+// StartPersistentServer: with what its append-only file holds). It fails
 // the test when the server does not answer.
 func (s *Server) Start() {
 	s.t.Helper()
@@ -163,3 +166,17 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// running reports whether the server's process is running (started and
+// not stopped).
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Restart starts the stopped server again on its port, as a supervisor
+// would after a crash: with no data, or, for StartPersistentServer's, with
+// what its append-only file holds. It returns its error rather than
+// failing the test, for use off the test's goroutine.
+func (s *Server) Restart() error { return s.start() }
