@@ -27,11 +27,17 @@ type waiterConn struct {
 	out   []byte // the request being written
 	set   []byte // the ticket's Set-Cookie value of the last answer
 	body  []byte // the last answer's body
+	// held is how long usher held the last answer before deciding it, as
+	// its Server-Timing says (usher-hold): a near-front check-in waits for
+	// a place that frees on the next second by design.
+	held time.Duration
 }
 
 // answerLimit bounds an answer's body and headers: anything bigger is not
 // a check-in's answer.
 const answerLimit = 1 << 20
+
+func (w *waiterConn) lastHeld() time.Duration { return w.held }
 
 func (w *waiterConn) close() {
 	if w.c != nil {
@@ -104,6 +110,7 @@ func (w *waiterConn) roundTrip(req []byte, name string, cookie []byte) (status i
 	keep = line[7] == '1'
 	length, chunked := -1, false
 	w.set = w.set[:0]
+	w.held = 0
 	hasSet := false
 	for size := 0; ; {
 		line, err := w.line()
@@ -135,6 +142,8 @@ func (w *waiterConn) roundTrip(req []byte, name string, cookie []byte) (status i
 			if bytes.EqualFold(v, []byte("close")) {
 				keep = false
 			}
+		case bytes.EqualFold(k, []byte("Server-Timing")):
+			w.held += serverHold(v)
 		case bytes.EqualFold(k, []byte("Set-Cookie")):
 			// name=value; attributes
 			if rest, ok := bytes.CutPrefix(v, []byte(name+"=")); ok {
@@ -221,4 +230,24 @@ func grow(b []byte, n int) []byte {
 		return nb
 	}
 	return b[:n]
+}
+
+// serverHold reads usher's hold from a Server-Timing header value
+// ("usher-hold;dur=412.0", among other metrics or alone): zero when it has
+// none or it does not parse.
+func serverHold(v []byte) time.Duration {
+	for _, metric := range bytes.Split(v, []byte(",")) {
+		name, params, _ := bytes.Cut(bytes.TrimSpace(metric), []byte(";"))
+		if !bytes.Equal(bytes.TrimSpace(name), []byte("usher-hold")) {
+			continue
+		}
+		for _, p := range bytes.Split(params, []byte(";")) {
+			if dur, ok := bytes.CutPrefix(bytes.TrimSpace(p), []byte("dur=")); ok {
+				if ms, err := strconv.ParseFloat(string(dur), 64); err == nil && ms > 0 && ms < 60_000 {
+					return time.Duration(ms * float64(time.Millisecond))
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestWaiterConn: the generator's own client reads what net/http's server
@@ -118,5 +119,29 @@ func TestWaiterConnBadAnswers(t *testing.T) {
 				t.Fatal("the connection was kept after a bad answer")
 			}
 		})
+	}
+}
+
+// TestServerHold reads usher's hold from Server-Timing, alone or among
+// other metrics, and nothing from anything else.
+func TestServerHold(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"usher-hold;dur=412.5", 412500 * time.Microsecond},
+		{"db;dur=3, usher-hold;dur=800.0;desc=\"held\"", 800 * time.Millisecond},
+		{"usher-hold ; dur=10", 10 * time.Millisecond},
+		{"cache;dur=5", 0},
+		{"usher-hold", 0},
+		{"usher-hold;dur=-4", 0},
+		{"usher-hold;dur=NaN", 0},
+		{"usher-hold;dur=1e9", 0},
+		{"usher-holding;dur=5", 0},
+		{"", 0},
+	} {
+		if got := serverHold([]byte(tc.in)); got != tc.want {
+			t.Errorf("serverHold(%q) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -134,13 +134,17 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 				at = s
 			}
 		}
-		fmt.Fprintf(w, "usher held %s waiters checking in every %s near the front up to %s further back (%s check-ins a second, %.2fx the %s of a fixed %s) with a check-in p99 of %s, within the %s bound, in %.0f MB.\n",
-			bench.Count(r.MaxWaiters), refresh, most, rps(at.CheckInsPerS), at.CheckInsPerS/at.FixedRPS, rps(at.FixedRPS), refresh, ms(at.P99ms), ms(r.BoundMs), r.RSSAtMaxMB)
+		fmt.Fprintf(w, "usher held %s waiters checking in every %s near the front up to %s further back (%s check-ins a second, %.2fx the %s of a fixed %s) with a check-in delay p99 of %s, within the %s bound, in %.0f MB.\n",
+			bench.Count(r.MaxWaiters), refresh, most, rps(at.CheckInsPerS), at.CheckInsPerS/at.FixedRPS, rps(at.FixedRPS), refresh, ms(at.DelayP99ms), ms(r.BoundMs), r.RSSAtMaxMB)
 	}
 	for _, s := range r.Steps {
+		if s.Held > 0 {
+			fmt.Fprintf(w, "At %s waiters, usher held %s near-front check-ins for a place on the next second (p99 %s with the hold, %s without it; %s of the others).\n",
+				bench.Count(s.Waiters), bench.Count(s.Held), ms(s.P99ms), ms(s.DelayP99ms), ms(s.NotHeldP99ms))
+		}
 		if s.Waiters > r.MaxWaiters {
-			fmt.Fprintf(w, "At %s waiters: p99 %s, %s errors, %s check-ins a second, sent up to %s late (p99).\n",
-				bench.Count(s.Waiters), ms(s.P99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
+			fmt.Fprintf(w, "At %s waiters: delay p99 %s, %s errors, %s check-ins a second, sent up to %s late (p99).\n",
+				bench.Count(s.Waiters), ms(s.DelayP99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
 		}
 	}
 	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters == r.MaxWaiters {

@@ -34,6 +34,9 @@ type Match struct {
 	// Solved reports that the request brought a good proof of work, now
 	// spent: its cookie is cleared in the answer.
 	Solved bool
+	// Held is how long the visit was held before its decision (see
+	// hold): zero for most. The answer says so in Server-Timing.
+	Held time.Duration
 	// Auth reports a forward-auth request: answers that do not let the
 	// request through must not be 2xx (the proxy would let it through).
 	Auth bool
@@ -131,7 +134,8 @@ func (g *Gate) decide(r *http.Request, m *Match) (usher.Decision, error) {
 	}
 	t := g.openTicket(r, m)
 	if t != nil && t.State == usher.Waiting {
-		m.At = g.hold(r.Context(), m.Room, t, m.At)
+		at := g.hold(r.Context(), m.Room, t, m.At)
+		m.Held, m.At = at.Sub(m.At), at
 	}
 	start := time.Now()
 	proof, sp := g.proof(r, m)

@@ -126,6 +126,7 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, err)
 		return
 	}
+	heldTiming(w, m.Held)
 	switch d.Outcome {
 	case usher.Pass, usher.Admit:
 		g.setTicket(w, orig, m, d)

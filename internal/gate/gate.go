@@ -402,6 +402,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, err)
 		return
 	}
+	heldTiming(w, m.Held)
 	switch d.Outcome {
 	case usher.Pass:
 		g.forward(w, r, m, d, false)

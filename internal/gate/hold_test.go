@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"testing/synctest"
@@ -26,7 +27,7 @@ func (h *holdingDecider) Hold(room *usher.Room, t *usher.Ticket, now time.Time) 
 // TestHoldDelaysTheDecision: a waiting ticket the decider asks to hold is
 // decided after the hold, at the clock's time then, at most a second
 // later; a visitor without a ticket is never held; a client that hangs up
-// ends the hold at once.
+// ends the hold at once. A held answer says how long in Server-Timing.
 func TestHoldDelaysTheDecision(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		room := testRoom("sale", "/", "http://127.0.0.1:1")
@@ -57,8 +58,16 @@ func TestHoldDelaysTheDecision(t *testing.T) {
 				cancel()
 			}
 			start := time.Now()
-			serve(g, r)
+			w := serve(g, r)
 			cancel()
+			// The answer tells how long it was held, and only then.
+			want := ""
+			if tt.wantWait > 0 {
+				want = fmt.Sprintf("usher-hold;dur=%.1f", float64(tt.wantWait.Microseconds())/1000)
+			}
+			if got := w.Header().Get("Server-Timing"); got != want {
+				t.Errorf("%s: Server-Timing %q, want %q", tt.name, got, want)
+			}
 			if took := time.Since(start); took != tt.wantWait {
 				t.Errorf("%s: answered after %v, want %v", tt.name, took, tt.wantWait)
 			}
