@@ -120,15 +120,19 @@ func (s *Store) applyWALs(upto uint64, clean bool) error {
 		return err
 	}
 	var done []uint64
+	var st walState
+	for _, g := range gens {
+		if g > upto {
+			break
+		}
+		if err := st.read(s.opts.Path, g); err != nil {
+			return fmt.Errorf("compact log: %w", err)
+		}
+		done = append(done, g)
+	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		for _, g := range gens {
-			if g > upto {
-				break
-			}
-			if err := applyWAL(tx, s.opts.Path, g); err != nil {
-				return err
-			}
-			done = append(done, g)
+		if err := st.apply(tx); err != nil {
+			return err
 		}
 		if clean {
 			return tx.Bucket(bucketMeta).Put(keyState, stateClean)

@@ -119,10 +119,14 @@ func (s *Store) load(gens []uint64) error {
 		}
 		// The log's frames not yet compacted, over the file: idempotent, so
 		// frames a compaction had applied before a crash may come again.
+		var wst walState
 		for _, g := range gens {
-			if err := applyWAL(tx, s.opts.Path, g); err != nil {
+			if err := wst.read(s.opts.Path, g); err != nil {
 				return fmt.Errorf("replay log: %w", err)
 			}
+		}
+		if err := wst.apply(tx); err != nil {
+			return fmt.Errorf("replay log: %w", err)
 		}
 		if v := meta.Get(keyKeys); v != nil {
 			var sk []storedKey
