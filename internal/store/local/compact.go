@@ -101,10 +101,12 @@ func (s *Store) overLog() bool {
 }
 
 // compactFinal applies every log generation to the file and marks it
-// clean (Close, with the flush lock held and the loops stopped).
+// clean (Close, the loops stopped). It takes the locks in compact's order.
 func (s *Store) compactFinal() error {
 	s.compactMu.Lock()
 	defer s.compactMu.Unlock()
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	if err := s.applyWALs(s.wal.gen, true); err != nil {
 		return err
 	}

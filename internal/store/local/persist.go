@@ -257,7 +257,7 @@ func (s *Store) sync(seq uint64) error {
 		}
 		if err == nil {
 			s.flushMu.Lock()
-			err = s.flushLocked(false)
+			err = s.flushLocked()
 			s.flushMu.Unlock()
 		}
 		s.mu.Lock()
@@ -278,8 +278,12 @@ func (s *Store) flush(final bool) error {
 		}
 	}
 	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	return s.flushLocked(final)
+	err := s.flushLocked()
+	s.flushMu.Unlock()
+	if err != nil || !final {
+		return err
+	}
+	return s.compactFinal()
 }
 
 type write struct {
@@ -304,9 +308,8 @@ func (w write) value() []byte {
 }
 
 // flushLocked appends every change not yet on disk to the log, as one
-// frame, and syncs it. With final it then compacts the log into the file
-// and marks the file clean.
-func (s *Store) flushLocked(final bool) error {
+// frame, and syncs it.
+func (s *Store) flushLocked() error {
 	s.mu.Lock()
 	var writes []write
 	for id, r := range s.rooms {
@@ -325,18 +328,15 @@ func (s *Store) flushLocked(final bool) error {
 	}
 	seq, mark := s.seq, s.opNow
 	s.mu.Unlock()
-	if len(writes) == 0 && !final && seq == s.flushed {
+	if len(writes) == 0 && seq == s.flushed {
 		return nil
 	}
-	var err error
-	if len(writes) > 0 || seq != s.flushed {
-		b := s.wal.begin(mark.UnixMilli())
-		for _, w := range writes {
-			b = appendWrite(b, w.room, w.key, w.value())
-		}
-		s.commits.Add(1)
-		err = s.wal.commit(b)
+	b := s.wal.begin(mark.UnixMilli())
+	for _, w := range writes {
+		b = appendWrite(b, w.room, w.key, w.value())
 	}
+	s.commits.Add(1)
+	err := s.wal.commit(b)
 	s.mu.Lock()
 	if err != nil {
 		// Keep the changes for the next flush.
@@ -348,9 +348,6 @@ func (s *Store) flushLocked(final bool) error {
 	}
 	s.flushed = seq
 	s.mu.Unlock()
-	if final {
-		return s.compactFinal()
-	}
 	if s.wal.size >= s.opts.CompactBytes {
 		select {
 		case s.compactNow <- struct{}{}:
