@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,10 +21,35 @@ var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 func crashImage(t *testing.T, s *Store) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "crashed.db")
-	if err := s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+	if err := copyImage(s, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// copyImage copies the store's file and its log to path (and path's log
+// names) as a kill -9 would leave them: the file as last committed, the
+// log as written.
+func copyImage(s *Store, path string) error {
+	s.compactMu.Lock() // no compaction between the file's copy and the log's
+	defer s.compactMu.Unlock()
+	if err := s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+		return err
+	}
+	gens, err := walGens(s.opts.Path)
+	if err != nil {
+		return err
+	}
+	for _, g := range gens {
+		b, err := os.ReadFile(walPath(s.opts.Path, g))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(walPath(path, g), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func openAt(t *testing.T, path string, now time.Time) *Store {
@@ -244,7 +270,7 @@ func TestConcurrentAdmissionsAreDurableWhenTheyReturn(t *testing.T) {
 				return
 			}
 			path := filepath.Join(t.TempDir(), fmt.Sprintf("crashed-%d.db", i))
-			if err := a.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(path, 0o600) }); err != nil {
+			if err := copyImage(a, path); err != nil {
 				errs <- err
 				return
 			}

@@ -102,9 +102,9 @@ type storedSpan struct {
 	To   int64 `json:"to_ms"`
 }
 
-// load reads the file into memory and records a lossy span when the last
-// run did not close cleanly.
-func (s *Store) load() error {
+// load replays the log generations gens over the file, reads it into
+// memory and records a lossy span when the last run did not close cleanly.
+func (s *Store) load(gens []uint64) error {
 	now := s.opts.Now()
 	// Nothing before this run's start can be lost: it was read from disk.
 	s.opNow = now
@@ -116,6 +116,17 @@ func (s *Store) load() error {
 		rooms, err := tx.CreateBucketIfNotExists(bucketRooms)
 		if err != nil {
 			return err
+		}
+		// The log's frames not yet compacted, over the file: idempotent, so
+		// frames a compaction had applied before a crash may come again.
+		var wst walState
+		for _, g := range gens {
+			if err := wst.read(s.opts.Path, g); err != nil {
+				return fmt.Errorf("replay log: %w", err)
+			}
+		}
+		if err := wst.apply(tx); err != nil {
+			return fmt.Errorf("replay log: %w", err)
 		}
 		if v := meta.Get(keyKeys); v != nil {
 			var sk []storedKey
@@ -237,9 +248,18 @@ func (s *Store) sync(seq uint64) error {
 		done := make(chan struct{})
 		s.syncing = done
 		s.mu.Unlock()
-		s.flushMu.Lock()
-		err := s.flushLocked(false)
-		s.flushMu.Unlock()
+		var err error
+		if s.overLog() {
+			// The compaction fell behind: this flush, and the callers
+			// waiting on it, wait for one (back-pressure), and fail if
+			// it fails, so the log on disk stays bounded.
+			err = s.compact()
+		}
+		if err == nil {
+			s.flushMu.Lock()
+			err = s.flushLocked()
+			s.flushMu.Unlock()
+		}
 		s.mu.Lock()
 		s.syncing = nil
 		s.mu.Unlock()
@@ -252,9 +272,18 @@ func (s *Store) sync(seq uint64) error {
 
 // flush writes every change not yet on disk; final marks the file clean.
 func (s *Store) flush(final bool) error {
+	if !final && s.overLog() {
+		if err := s.compact(); err != nil {
+			return err
+		}
+	}
 	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	return s.flushLocked(final)
+	err := s.flushLocked()
+	s.flushMu.Unlock()
+	if err != nil || !final {
+		return err
+	}
+	return s.compactFinal()
 }
 
 type write struct {
@@ -264,7 +293,23 @@ type write struct {
 	rec  *record // kindRecord: the record, nil to delete it
 }
 
-func (s *Store) flushLocked(final bool) error {
+// value returns w's value as the file stores it (nil: delete the key).
+func (w write) value() []byte {
+	if w.key.kind == kindRecord {
+		if w.rec == nil {
+			return nil
+		}
+		return encodeRecord(*w.rec)
+	}
+	if w.val == 0 {
+		return nil
+	}
+	return binary.BigEndian.AppendUint64(nil, uint64(w.val))
+}
+
+// flushLocked appends every change not yet on disk to the log, as one
+// frame, and syncs it.
+func (s *Store) flushLocked() error {
 	s.mu.Lock()
 	var writes []write
 	for id, r := range s.rooms {
@@ -283,62 +328,31 @@ func (s *Store) flushLocked(final bool) error {
 	}
 	seq, mark := s.seq, s.opNow
 	s.mu.Unlock()
-	if len(writes) == 0 && !final && seq == s.flushed {
+	if len(writes) == 0 && seq == s.flushed {
 		return nil
 	}
+	b := s.wal.begin(mark.UnixMilli())
+	for _, w := range writes {
+		b = appendWrite(b, w.room, w.key, w.value())
+	}
 	s.commits.Add(1)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		rooms := tx.Bucket(bucketRooms)
-		for _, w := range writes {
-			rb, err := rooms.CreateBucketIfNotExists([]byte(w.room))
-			if err != nil {
-				return err
-			}
-			k := encodeCellKey(w.key)
-			if w.key.kind == kindRecord {
-				if w.rec == nil {
-					if err := rb.Delete(k); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := rb.Put(k, encodeRecord(*w.rec)); err != nil {
-					return err
-				}
-				continue
-			}
-			if w.val == 0 {
-				if err := rb.Delete(k); err != nil {
-					return err
-				}
-				continue
-			}
-			v := make([]byte, 8)
-			binary.BigEndian.PutUint64(v, uint64(w.val))
-			if err := rb.Put(k, v); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, uint64(mark.UnixMilli()))
-		if err := meta.Put(keyMark, v); err != nil {
-			return err
-		}
-		if final {
-			return meta.Put(keyState, stateClean)
-		}
-		return nil
-	})
+	err := s.wal.commit(b)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		// Keep the changes for the next flush.
 		for _, w := range writes {
 			s.rooms[w.room].mark(w.key)
 		}
+		s.mu.Unlock()
 		return fmt.Errorf("flush embedded store: %w", err)
 	}
 	s.flushed = seq
+	s.mu.Unlock()
+	if s.wal.size >= s.opts.CompactBytes {
+		select {
+		case s.compactNow <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }

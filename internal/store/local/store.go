@@ -2,9 +2,13 @@
 // durable in one local bbolt file so that a crash loses nothing that could
 // let a room exceed its limits.
 //
+// Changes reach the file through a log (wal.go): each flush appends one
+// frame and syncs it, and the frames are moved into the bbolt file in the
+// background (compact.go) and replayed over it at the next start.
+//
 // Recovery rule. Admissions and session renewals are written and synced
 // before Admit or Renew returns, with the admitted visitor's record, so no
-// session exists whose count (or admission) the file lacks. Waiting
+// session exists whose count (or admission) the log lacks. Waiting
 // check-ins are written behind, at most FlushInterval late, and waiters'
 // records are kept in memory only. After a crash, the span from the last
 // flush to the restart is recorded as lossy: a waiter whose last count falls
@@ -43,7 +47,19 @@ type Options struct {
 	// AuditKeep is how many audit records are kept (zero:
 	// usher.AuditKeep).
 	AuditKeep int
+	// CompactBytes is the log's size past which its frames are moved into
+	// the bbolt file in the background (zero: DefaultCompactBytes).
+	CompactBytes int64
+	// MaxLogBytes bounds the log: a flush that finds it this long (the
+	// compaction fell behind) first waits for a compaction, and with it
+	// the admissions that flush carries (zero: 4 x CompactBytes).
+	MaxLogBytes int64
 }
+
+// DefaultCompactBytes is the log's size past which it is compacted into
+// the bbolt file: a few tens of thousands of admissions, replayed in well
+// under a second at the next start.
+const DefaultCompactBytes = 4 << 20
 
 // Store is the embedded store.
 type Store struct {
@@ -63,8 +79,16 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
-	flushMu sync.Mutex // one flush at a time
-	flushed uint64     // seq covered by the last successful flush
+	flushMu sync.Mutex // one flush at a time; guards wal
+	wal     *wal       // the log appended to (wal.go)
+	backlog int64      // bytes of older generations not yet compacted; guarded by flushMu
+
+	compactMu   sync.Mutex    // one compaction at a time
+	compactNow  chan struct{} // a flush found the log past CompactBytes
+	compactDone chan struct{} // closed when compactLoop returns
+	compactions atomic.Uint64 // compactions run (a test hook)
+
+	flushed uint64 // seq covered by the last successful flush
 	// syncing is closed when the flush a sync leads ends (nil: none);
 	// guarded by mu.
 	syncing    chan struct{}
@@ -94,6 +118,12 @@ func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.CompactBytes <= 0 {
+		opts.CompactBytes = DefaultCompactBytes
+	}
+	if opts.MaxLogBytes <= 0 {
+		opts.MaxLogBytes = 4 * opts.CompactBytes
+	}
 	s := &Store{
 		opts:    opts,
 		rooms:   map[string]*room{},
@@ -101,6 +131,9 @@ func Open(opts Options) (*Store, error) {
 		invites: map[onceKey]invite{},
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+
+		compactNow:  make(chan struct{}, 1),
+		compactDone: make(chan struct{}),
 	}
 	if opts.Path != "" {
 		db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
@@ -108,13 +141,22 @@ func Open(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open embedded store %q: %w", opts.Path, err)
 		}
 		s.db = db
-		if err := s.load(); err != nil {
+		gens, err := walGens(opts.Path)
+		if err == nil {
+			err = s.load(gens)
+		}
+		if err == nil {
+			err = s.openWAL(gens)
+		}
+		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("load embedded store %q: %w", opts.Path, err)
 		}
 		go s.flushLoop()
+		go s.compactLoop()
 	} else {
 		close(s.done)
+		close(s.compactDone)
 	}
 	return s, nil
 }
@@ -281,6 +323,7 @@ func (s *Store) Close() error {
 		}
 		close(s.stop)
 		<-s.done
+		<-s.compactDone
 		err = s.flush(true)
 		if cerr := s.db.Close(); err == nil {
 			err = cerr
