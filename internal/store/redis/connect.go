@@ -75,6 +75,12 @@ func clientOption(opts Options) (valkey.ClientOption, error) {
 		TLSConfig:         tc,
 		// A server that stops answering frees the connection after this.
 		ConnWriteTimeout: max(4*opts.Timeout, 2*time.Second),
+		// Calls always go through the pipeline, even one at a time. Alone
+		// on its connection, a call that timed out closed it, and with
+		// replies half the timeout late the next call's reconnection
+		// (HELLO) and its own round trip took the whole timeout: every
+		// call failed from then on (slow looked down).
+		AlwaysPipelining: true,
 	}
 	if sen != nil {
 		co.InitAddress = sen.Addrs
