@@ -81,6 +81,16 @@ func clientOption(opts Options) (valkey.ClientOption, error) {
 		// (HELLO) and its own round trip took the whole timeout: every
 		// call failed from then on (slow looked down).
 		AlwaysPipelining: true,
+		// One connection to the server, dialled by Open and used by every
+		// call. valkey-go's default opens up to four (two on two cores),
+		// each dialled by the first call it happens to be given (a key's
+		// call goes to one at random), the handshake (HELLO, CLIENT
+		// SETNAME, SELECT) inside that call's timeout: under latency that
+		// call cost two round trips, and one that timed out on the
+		// handshake closed the connection it was opening, dialled again
+		// by the next. One connection pipelines every call; its reply
+		// waits only for the latency, never for another call's.
+		PipelineMultiplex: -1,
 	}
 	if sen != nil {
 		co.InitAddress = sen.Addrs
