@@ -190,3 +190,44 @@ func usherConns(t *testing.T, srv *redistest.Server) string {
 	}
 	return ids[0]
 }
+
+// TestLatencyConnectionLostUnderLatency: the server drops the store's
+// connection (CLIENT KILL, as a restart or a proxy's idle timeout would)
+// while every reply is 1 s late under a 2 s timeout. A call sent before
+// the client sees the connection closed (the proxy passes the close on
+// behind the latency) fails with it; the next call opens a new
+// connection, whose handshake is a round trip of its own before the
+// call's, and may fail too (two round trips, the whole timeout); but the
+// connection it opened stays, and every call after it succeeds in one
+// round trip. A lost connection costs at most two calls, never the store.
+func TestLatencyConnectionLostUnderLatency(t *testing.T) {
+	srv := redistest.StartServer(t)
+	px := redistest.StartProxy(t, srv.Addr())
+	s := mustOpen(t, redis.Options{Addrs: []string{px.Addr()}, Timeout: 2 * time.Second})
+	ctx := context.Background()
+	mustAdmit(t, s, "r", op(time.Now(), 10, 100, time.Minute)) // the script loaded
+	id := strings.TrimPrefix(usherConns(t, srv), "id=")
+	px.Latency(time.Second)
+	srv.Do("CLIENT", "KILL", "ID", id)
+	var errs []error
+	for {
+		_, err := s.Admit(ctx, "r", op(time.Now(), 10, 100, time.Minute))
+		if err == nil {
+			break
+		}
+		if errs = append(errs, err); len(errs) > 2 {
+			t.Fatalf("three admissions failed after the connection was lost, replies 1 s late: %v", errs)
+		}
+	}
+	t.Logf("%d admissions failed as the connection was lost: %v", len(errs), errs)
+	conns := usherConns(t, srv)
+	for i := range 4 {
+		start := time.Now()
+		if _, err := s.Admit(ctx, "r", op(time.Now(), 10, 100, time.Minute)); err != nil {
+			t.Fatalf("admission %d after the connection was lost, replies 1 s late: %v (after %v)", i, err, time.Since(start))
+		}
+	}
+	if got := usherConns(t, srv); got != conns {
+		t.Errorf("the store's connections went from %s to %s: slow calls cost it its new connection", conns, got)
+	}
+}
