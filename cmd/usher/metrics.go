@@ -35,5 +35,9 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_renewals_late_total",
 			Help: "Session renewals the store answered too late to be sure the session's count had not lapsed first (later than the clock slack less the clocks' spread after the request): their sessions ran to the end they were counted to.",
 		}, func() float64 { return float64(e.LateRenewals()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_checkins_lapsed_total",
+			Help: "Waiters' check-ins decided after their waiting count had expired (the page came back later than its grace): later arrivals may have passed them meanwhile.",
+		}, func() float64 { return float64(e.LapsedCheckIns()) }),
 	)
 }

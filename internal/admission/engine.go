@@ -33,6 +33,9 @@ type Options struct {
 	// Rand returns random 64-bit values for visitor ids and jitter (nil: a
 	// generator seeded from crypto/rand). Tests pass a seeded one.
 	Rand func() uint64
+	// Now returns the time, read only to measure how long the store takes
+	// to answer (nil: time.Now); decisions take their time from the visit.
+	Now func() time.Time
 	// Logger receives store errors (nil: slog.Default()).
 	Logger *slog.Logger
 	// FailOpen admits new visitors, uncounted, while the store cannot be
@@ -110,6 +113,9 @@ type Engine struct {
 	lost atomic.Int64
 	// late counts renewals answered after their RenewOp.By.
 	late atomic.Int64
+	// lapsedIns counts check-ins of waiters whose waiting count had
+	// expired by their decision.
+	lapsedIns atomic.Int64
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
 
@@ -121,6 +127,9 @@ type Engine struct {
 func New(store usher.Store, opts Options) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	rng := opts.Rand
 	if rng == nil {
@@ -219,6 +228,28 @@ func (e *Engine) random() uint64 {
 // make every waiter late.
 func checkInAfter(refresh, jitter time.Duration) time.Duration {
 	return max((refresh + jitter).Round(time.Second), time.Second)
+}
+
+// answered returns the refresh a waiting answer tells its page and the
+// ticket's next check-in, when the store answered the decision at now
+// took after it, the decision having chosen refresh and next (now plus
+// refresh). The waiter's count runs from the decision (its waiting cell
+// expires Grace after next), but its page waits its refresh from the
+// answer: an answer that came late would bring the page back that much
+// later, into the grace, and past it once the answers are as late as the
+// grace is long (a second and a quarter of the interval: replies 1 s late
+// left half a second at refresh_interval 2s), when the count lapses and
+// later arrivals pass the waiter. So the page is told to come back at
+// next from the answer, to the whole second (at least one): a slow store
+// costs the waiter time, not its place. An answer under half a second
+// late changes nothing.
+func answered(now time.Time, took, refresh time.Duration, next time.Time) (time.Duration, time.Time) {
+	at := now.Add(took)
+	r := max(time.Second, next.Sub(at).Round(time.Second))
+	if r >= refresh {
+		return refresh, next
+	}
+	return r, at.Add(r)
 }
 
 // nearFront reports whether a FIFO waiter is likely to go in within one
@@ -355,6 +386,11 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 	if !fresh && !tk.NextCheckIn.IsZero() && now.Before(tk.NextCheckIn.Add(-tolerance(&tk))) {
 		return e.early(ctx, room.ID, tk, base, &sched, now)
 	}
+	if !fresh && tk.Cell != 0 && tk.Cell <= now.Unix() {
+		// Back after its count expired: later arrivals may have gone in
+		// ahead of it meanwhile.
+		e.lapsedIns.Add(1)
+	}
 	counted := countedAfter(now, tk.CountedAt)
 	// The interval this check-in counts the waiter for, from the fewest
 	// waiters that can be ahead of it now (its ticket's last position less
@@ -446,7 +482,9 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 	if !e.brk.allow(now) {
 		return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 	}
+	start := e.opts.Now()
 	res, err := e.store.Admit(ctx, room.ID, op)
+	took := e.opts.Now().Sub(start)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
@@ -473,7 +511,7 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 			v.Ticket, v.Invite = nil, 0
 			return e.Decide(ctx, room, v)
 		}
-		d, ok := e.renewServed(ctx, room, e.replayed(d, room.ID, tk, res, &sched, now), now)
+		d, ok := e.renewServed(ctx, room, e.replayed(d, room.ID, tk, res, &sched, now, took), now)
 		if !ok {
 			// The session was ended (revoked) meanwhile: a new visitor.
 			v.Ticket, v.Invite = nil, 0
@@ -521,6 +559,7 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 			}
 		}
 	}
+	refresh, next = answered(now, took, refresh, next)
 	tk.CountedAt = counted
 	tk.Cell = op.WaitExp
 	tk.Joining = op.Joining && !res.OverClient
@@ -593,7 +632,9 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	if !e.brk.allow(now) {
 		return e.failDecision(room, d, tk, false, s, now), nil
 	}
+	start := e.opts.Now()
 	ahead, st, err := e.store.Peek(ctx, room, now, tk.Bucket())
+	took := e.opts.Now().Sub(start)
 	e.brk.result(now, err)
 	if err != nil {
 		if usher.ErrorCode(err) == usher.EUnavailable {
@@ -609,7 +650,7 @@ func (e *Engine) early(ctx context.Context, room string, tk usher.Ticket, d ushe
 	d.Outcome = usher.Wait
 	d.Ticket = tk
 	d.Position = ahead + 1
-	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
+	d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now.Add(took)).Round(time.Second))
 	e.estimate(&d, room, tk.Bucket(), usher.AdmitResult{Ahead: ahead, RoomStats: st}, sched, now)
 	return d, nil
 }
@@ -670,7 +711,7 @@ func lapsedAdmission(rec usher.Record, tk *usher.Ticket, now time.Time) bool {
 // counted. Otherwise nothing changes: the ticket is not sent again and the
 // waiter sees its place; a ticket one answer behind is told when it may
 // take the store's record over.
-func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time) usher.Decision {
+func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res usher.AdmitResult, sched *usher.Schedule, now time.Time, took time.Duration) usher.Decision {
 	d.Replay = true
 	rec := res.Record
 	behind := !rec.From.IsZero() && rec.From.Equal(tk.CountedAt)
@@ -695,7 +736,7 @@ func (e *Engine) replayed(d usher.Decision, room string, tk usher.Ticket, res us
 	d.Position = res.Ahead + 1
 	d.RefreshAfter = checkInAfter(sched.RefreshInterval, tk.Jitter)
 	if !tk.NextCheckIn.IsZero() {
-		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now).Round(time.Second))
+		d.RefreshAfter = max(time.Second, tk.NextCheckIn.Sub(now.Add(took)).Round(time.Second))
 	}
 	if behind && !rec.Admitted {
 		// Back when it may take the record over (it came too soon).

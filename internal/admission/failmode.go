@@ -110,6 +110,13 @@ func (e *Engine) LostAnswers() int64 { return e.lost.Load() }
 // (usher.ErrRenewLate): their sessions ran to the end they were counted to.
 func (e *Engine) LateRenewals() int64 { return e.late.Load() }
 
+// LapsedCheckIns is the number of check-ins of waiters whose waiting
+// count had expired by the time they were decided: they came back later
+// than their grace allowed (a page that loaded slowly, a tab woken from
+// sleep, a store that answered late), and later arrivals may have gone in
+// ahead of them meanwhile.
+func (e *Engine) LapsedCheckIns() int64 { return e.lapsedIns.Load() }
+
 // FailModeDecisions is the number of decisions made by the fail mode.
 func (e *Engine) FailModeDecisions() int64 { return e.brk.failModeDecisions.Load() }
 

@@ -73,8 +73,27 @@ func clientOption(opts Options) (valkey.ClientOption, error) {
 		DisableCache:      true,
 		Dialer:            dialer,
 		TLSConfig:         tc,
-		// A server that stops answering frees the connection after this.
+		// A server that stops answering frees the connection after this
+		// (it is also the keep-alive PING's timeout): four timeouts, so a
+		// server slower than the timeout, but answering, keeps it.
 		ConnWriteTimeout: max(4*opts.Timeout, 2*time.Second),
+		// Calls always go through the pipeline, even one at a time. Alone
+		// on its connection, a call that timed out closed it, and with
+		// replies half the timeout late the next call's reconnection
+		// (HELLO) and its own round trip took the whole timeout: every
+		// call failed from then on (slow looked down).
+		AlwaysPipelining: true,
+		// One connection to the server, dialled before Open returns (the
+		// client dials it, Open's PING uses it) and used by every call;
+		// with Cluster, one per node. valkey-go's default opens up to four (two on two cores),
+		// each dialled by the first call it happens to be given (a key's
+		// call goes to one at random), the handshake (HELLO, CLIENT
+		// SETNAME, SELECT) inside that call's timeout: under latency that
+		// call cost two round trips, and one that timed out on the
+		// handshake closed the connection it was opening, dialled again
+		// by the next. One connection pipelines every call; its reply
+		// waits only for the latency, never for another call's.
+		PipelineMultiplex: -1,
 	}
 	if sen != nil {
 		co.InitAddress = sen.Addrs

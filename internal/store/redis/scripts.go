@@ -25,19 +25,15 @@ var (
 
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
-	admit, renew, peek, stats *valkey.Lua
-	admitSrc, renewSrc        source // their texts, for WAIT (wait.go)
+	admit, renew, peek, stats source
 }
 
 func newScripts() scripts {
 	return scripts{
-		admit: valkey.NewLuaScript(commonLua + roomLua + admitLua),
-		renew: valkey.NewLuaScript(commonLua + roomLua + renewLua),
-		peek:  valkey.NewLuaScript(commonLua + roomLua + peekLua),
-		stats: valkey.NewLuaScriptReadOnly(commonLua + statsLua),
-
-		admitSrc: newSource(commonLua + roomLua + admitLua),
-		renewSrc: newSource(commonLua + roomLua + renewLua),
+		admit: newSource(commonLua + roomLua + admitLua),
+		renew: newSource(commonLua + roomLua + renewLua),
+		peek:  newSource(commonLua + roomLua + peekLua),
+		stats: source{readOnly: true, text: commonLua + statsLua, sha: sha(commonLua + statsLua)},
 	}
 }
 

@@ -175,10 +175,8 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	} else {
 		args = append(args, "0", "0", "0", itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell), "0", flag(op.Unproven))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	var v [16]int64
-	if err := ints("admit", s.execWrite(ctx, s.scripts.admit, s.scripts.admitSrc, keys, args), v[:]); err != nil {
+	if err := ints("admit", s.run(ctx, s.scripts.admit, keys, args), v[:]); err != nil {
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])
@@ -218,8 +216,6 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 	keys := append(append(make([]string, 0, 6), rk[:5]...), visitorKey(vp, op.Visitor))
 	args := writeArgs(make([]string, 0, 12), op.Now, known, &s.opts)
 	args = append(args, itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.To), itoa(atMilli(op.Counted)), itoa(op.Keep), flag(op.End), flag(op.Lapsed))
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	if !op.By.IsZero() {
 		// Waiting past By is no use: the answer would be thrown away.
 		var cancelBy context.CancelFunc
@@ -227,7 +223,7 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 		defer cancelBy()
 	}
 	var v [7]int64
-	err := ints("renew", s.execWrite(ctx, s.scripts.renew, s.scripts.renewSrc, keys, args), v[:])
+	err := ints("renew", s.run(ctx, s.scripts.renew, keys, args), v[:])
 	if !op.By.IsZero() && !time.Now().Before(op.By) {
 		// Answered (or given up on) at or after By: applied when, is not
 		// known.
@@ -246,10 +242,8 @@ func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int
 	rk, _, known := s.room(room, now)
 	args := writeArgs(make([]string, 0, 6), now, known, &s.opts)
 	args = append(args, itoa(bucket))
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	var v [4]int64
-	if err := ints("peek", s.scripts.peek.Exec(ctx, s.client, rk[:5], args), v[:]); err != nil {
+	if err := ints("peek", s.run(ctx, s.scripts.peek, rk[:5], args), v[:]); err != nil {
 		return 0, usher.RoomStats{}, err
 	}
 	return v[0], usher.RoomStats{Active: v[1], Waiting: v[2], AdmittedLastMinute: v[3]}, nil
@@ -258,11 +252,9 @@ func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int
 // Stats implements usher.Store with one read-only script call. Like the
 // embedded store's, its Slots are zero: the caller knows the limits.
 func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.RoomStats, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("stats", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
+	if err := ints("stats", s.run(ctx, s.scripts.stats, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
 	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
@@ -271,11 +263,9 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 // Lapsed implements usher.Store with the same read-only script as Stats:
 // the meta field lp, plus the waiting counts due by now.
 func (s *Store) Lapsed(ctx context.Context, room string, now time.Time) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	var v [4]int64
 	rk, _, _ := s.room(room, now)
-	if err := ints("lapsed", s.scripts.stats.Exec(ctx, s.client, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
+	if err := ints("lapsed", s.run(ctx, s.scripts.stats, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return 0, err
 	}
 	return v[3], nil

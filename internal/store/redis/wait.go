@@ -9,40 +9,68 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// source is a write script's text and its SHA-1, for sending it by hand
-// (EVALSHA, or EVAL when the server does not have it) in a pipeline with
-// WAIT.
+// source is a script's text and its SHA-1, sent by hand: EVALSHA, or EVAL
+// when the server does not have it (see run).
 type source struct {
 	text, sha string
+	readOnly  bool // EVALSHA_RO and EVAL_RO
 }
 
 func newSource(text string) source {
-	sum := sha1.Sum([]byte(text))
-	return source{text: text, sha: hex.EncodeToString(sum[:])}
+	return source{text: text, sha: sha(text)}
 }
 
-// execWrite runs the write script lua (src its text): an admission or a
-// renewal. With Options.WaitReplicas, WAIT follows it on the same
+// sha returns the hex SHA-1 of text, the name the server gives a script.
+func sha(text string) string {
+	sum := sha1.Sum([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
+// run runs the room script src: EVALSHA, then EVAL when the server does
+// not have the script (its first use, or after a restart, a failover or
+// SCRIPT FLUSH). Each of the two round trips has the store's timeout of
+// its own, within ctx: a server whose answers come late, but within the
+// timeout, costs such a call two round trips of time, never a failure
+// (with a single timeout over both, every call that met the script
+// missing failed once replies took half the timeout: slow looked down).
+//
+// With Options.WaitReplicas, WAIT follows a write script on the same
 // connection (WAIT counts the replicas that have the connection's
 // writes), and the call fails as unavailable when fewer replicas than
 // that acknowledged it within half the timeout: a visitor is then told of
 // an admission or a renewal only once a replica has its count, so a
 // failover cannot lose it. The count stays on the primary either way.
-func (s *Store) execWrite(ctx context.Context, lua *valkey.Lua, src source, keys, args []string) valkey.ValkeyResult {
+func (s *Store) run(ctx context.Context, src source, keys, args []string) valkey.ValkeyResult {
+	res := s.roundTrip(ctx, src, false, keys, args)
+	if verr, ok := valkey.IsValkeyErr(res.Error()); ok && verr.IsNoScript() {
+		res = s.roundTrip(ctx, src, true, keys, args)
+	}
+	return res
+}
+
+// roundTrip sends src once, by its SHA-1 or (text) with its text, within
+// the store's timeout, and WAITs after it as run says.
+func (s *Store) roundTrip(ctx context.Context, src source, text bool, keys, args []string) valkey.ValkeyResult {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	c := s.client
+	var cmd valkey.Completed
+	switch n := int64(len(keys)); {
+	case text && src.readOnly:
+		cmd = c.B().EvalRo().Script(src.text).Numkeys(n).Key(keys...).Arg(args...).Build()
+	case text:
+		cmd = c.B().Eval().Script(src.text).Numkeys(n).Key(keys...).Arg(args...).Build()
+	case src.readOnly:
+		cmd = c.B().EvalshaRo().Sha1(src.sha).Numkeys(n).Key(keys...).Arg(args...).Build()
+	default:
+		cmd = c.B().Evalsha().Sha1(src.sha).Numkeys(n).Key(keys...).Arg(args...).Build()
+	}
 	n := s.opts.WaitReplicas
-	if n <= 0 {
-		return lua.Exec(ctx, s.client, keys, args)
+	if n <= 0 || src.readOnly {
+		return c.Do(ctx, cmd)
 	}
 	ms := max(1, s.opts.Timeout.Milliseconds()/2)
-	c := s.client
-	res := c.DoMulti(ctx,
-		c.B().Evalsha().Sha1(src.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-		c.B().Wait().Numreplicas(int64(n)).Timeout(ms).Build())
-	if verr, ok := valkey.IsValkeyErr(res[0].Error()); ok && verr.IsNoScript() {
-		res = c.DoMulti(ctx,
-			c.B().Eval().Script(src.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-			c.B().Wait().Numreplicas(int64(n)).Timeout(ms).Build())
-	}
+	res := c.DoMulti(ctx, cmd, c.B().Wait().Numreplicas(int64(n)).Timeout(ms).Build())
 	if res[0].Error() != nil {
 		return res[0]
 	}
