@@ -156,8 +156,19 @@ func TestE2ERedisLatencyBelowTimeout(t *testing.T) {
 	// 2 s timeout, a page's refresh against its grace), and a node starved
 	// of the CPU by a dozen other end-to-end tests would answer late for
 	// reasons of its own.
+	// USHER_E2E_LATENCY measures another latency below the timeout (the
+	// suite runs 1 s; docs/scaling.md gives 100 ms too).
+	latency := time.Second
+	if v := os.Getenv("USHER_E2E_LATENCY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d >= 2*time.Second {
+			t.Fatalf("USHER_E2E_LATENCY=%q: want a duration from 0 to below the 2 s timeout", v)
+		}
+		latency = d
+	}
 	ln := startLatencyNodes(t)
-	ln.px.Latency(time.Second)
+	ln.px.Latency(latency)
+	t.Logf("every Redis reply %v late", latency)
 	tl, res := runCrowd(t, ln.cluster)
 	js, _ := json.MarshalIndent(res, "", "  ")
 	t.Logf("report:\n%s\nrequest errors: %v", js, tl.ErrorCounts())
@@ -169,7 +180,7 @@ func TestE2ERedisLatencyBelowTimeout(t *testing.T) {
 		t.Errorf("limits: active %d, %d admissions in 60 s", res.MaxActive, res.MaxRate)
 	}
 	if res.FIFOInversions != 0 {
-		t.Errorf("%d FIFO inversions with replies 1 s late under a 2 s timeout", res.FIFOInversions)
+		t.Errorf("%d FIFO inversions with replies %v late under a 2 s timeout", res.FIFOInversions, latency)
 	}
 	if res.RequeuedWhileBrowsing != 0 {
 		t.Errorf("%d visitors sent back to the line while browsing", res.RequeuedWhileBrowsing)
