@@ -126,4 +126,3 @@ func TestVerifyLottery(t *testing.T) {
 }
 
 func sha(b [32]byte) [32]byte { return sha256.Sum256(b[:]) }
-

@@ -36,7 +36,7 @@ type Record struct {
 	Order []Placed `json:"order,omitempty"`
 	// Lottery: the epoch and, per revealed window, its link and the
 	// entries it admitted.
-	Epoch   int64    `json:"epoch,omitempty"`
+	Epoch   int64      `json:"epoch,omitempty"`
 	Windows []Revealed `json:"windows,omitempty"`
 }
 
