@@ -129,6 +129,9 @@ func (s *Store) load() error {
 		if err := s.loadInvites(tx, now); err != nil {
 			return fmt.Errorf("invites: %w", err)
 		}
+		if err := s.loadDraws(tx, now); err != nil {
+			return fmt.Errorf("draws: %w", err)
+		}
 		var spans []storedSpan
 		if v := meta.Get(keyLossy); v != nil {
 			if err := json.Unmarshal(v, &spans); err != nil {

@@ -63,6 +63,10 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
+	drawMu    sync.Mutex           // guards drawSeeds and drawSets (draws.go)
+	drawSeeds map[drawKey]drawSeed // verifiable draws' seeds, kept in the file
+	drawSets  map[drawKey]*drawSet // their entries, in memory
+
 	flushMu sync.Mutex // one flush at a time
 	flushed uint64     // seq covered by the last successful flush
 	// syncing is closed when the flush a sync leads ends (nil: none);
@@ -95,12 +99,14 @@ func Open(opts Options) (*Store, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Store{
-		opts:    opts,
-		rooms:   map[string]*room{},
-		spent:   map[onceKey]time.Time{},
-		invites: map[onceKey]invite{},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		opts:      opts,
+		rooms:     map[string]*room{},
+		spent:     map[onceKey]time.Time{},
+		invites:   map[onceKey]invite{},
+		drawSeeds: map[drawKey]drawSeed{},
+		drawSets:  map[drawKey]*drawSet{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if opts.Path != "" {
 		db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
