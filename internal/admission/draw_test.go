@@ -1,0 +1,178 @@
+package admission
+
+import (
+	"context"
+	"encoding/hex"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/draw"
+	"github.com/usherhq/usher/internal/store/local"
+)
+
+// clockStore returns an embedded store whose clock reads *now, so that a
+// draw kept until a test's time is not taken as expired by the wall clock.
+func clockStore(t *testing.T, now *atomic.Int64) *local.Store {
+	t.Helper()
+	st, err := local.Open(local.Options{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestShuffleIsVerifiable: 60 visitors join a shuffled pre-queue on two
+// engines sharing one store; before the start the draw is committed, not
+// revealed; after it the published order verifies, every visitor's place
+// is its entry's published place, and both engines publish alike. A
+// reload keeps its place and adds no entry.
+func TestShuffleIsVerifiable(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	st := clockStore(t, &clock)
+	a := New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64})
+	b := New(st, Options{Rand: rand.New(rand.NewPCG(3, 4)).Uint64})
+	room := eventRoom(true)
+	room.Events[0].DrawBeacon = "drand round 1234"
+	ctx := context.Background()
+	before, err := a.Draws(ctx, &room, t0)
+	if err != nil || len(before.Draws) != 1 || before.Draws[0].Revealed || before.Draws[0].Secret != "" {
+		t.Fatalf("before the pre-queue: %+v, %v; want one committed shuffle, not revealed", before, err)
+	}
+	places := map[string]int64{}
+	for i := range 60 {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		clock.Store(now.UnixNano())
+		d := decide(t, e, &room, nil, now)
+		if d.Phase != usher.Prequeue {
+			t.Fatalf("visitor %d: phase %v", i, d.Phase)
+		}
+		en := draw.Entry(room.ID, d.Ticket.VisitorID)
+		places[hex.EncodeToString(en[:])] = d.Ticket.Place
+		if i == 0 {
+			// A reload keeps the place and adds no entry.
+			again := decide(t, b, &room, &d.Ticket, now.Add(2*time.Second))
+			if again.Ticket.Place != d.Ticket.Place {
+				t.Fatalf("a reload moved the place: %d, was %d", again.Ticket.Place, d.Ticket.Place)
+			}
+		}
+	}
+	after := room.Events[0].Start.Add(time.Second)
+	clock.Store(after.UnixNano())
+	pub, err := a.Draws(ctx, &room, after)
+	if err != nil || len(pub.Draws) != 1 {
+		t.Fatalf("after the start: %+v, %v", pub, err)
+	}
+	rec := pub.Draws[0]
+	if !rec.Revealed || rec.Commitment != before.Draws[0].Commitment || rec.Beacon != "drand round 1234" {
+		t.Fatalf("revealed %v, commitment %s (was %s), beacon %q", rec.Revealed, rec.Commitment, before.Draws[0].Commitment, rec.Beacon)
+	}
+	if p := draw.Verify(room.ID, rec); len(p) != 0 {
+		t.Fatalf("the published shuffle does not verify: %v", p)
+	}
+	if len(rec.Order) != 60 {
+		t.Fatalf("%d entries published, want the 60 visitors once each", len(rec.Order))
+	}
+	for i, p := range rec.Order {
+		if places[p.Entry] != p.Place {
+			t.Fatalf("entry %s: ticket place %d, published %d", p.Entry, places[p.Entry], p.Place)
+		}
+		if i > 0 && p.Place < rec.Order[i-1].Place {
+			t.Fatalf("published order not by place at %d", i)
+		}
+	}
+	other, err := b.Draws(ctx, &room, after)
+	if err != nil || other.Draws[0].Seed != rec.Seed || len(other.Draws[0].Order) != 60 {
+		t.Fatalf("the other engine publishes seed %s, want %s (%v)", other.Draws[0].Seed, rec.Seed, err)
+	}
+	// A beacon changed after the first join changes nothing.
+	room.Events[0].DrawBeacon = "another round"
+	c := New(st, Options{})
+	late, err := c.Draws(ctx, &room, after)
+	if err != nil || late.Draws[0].Beacon != "drand round 1234" || late.Draws[0].Seed != rec.Seed {
+		t.Fatalf("after the beacon changed: beacon %q seed %s, want the first join's (%v)", late.Draws[0].Beacon, late.Draws[0].Seed, err)
+	}
+}
+
+// TestLotteryIsVerifiable: a random room with one slot a window; waiters
+// on two engines over one store draw from the committed chain (both
+// engines draw alike), each admission is recorded with its draw, and the
+// published epoch verifies.
+func TestLotteryIsVerifiable(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	st := clockStore(t, &clock)
+	a := New(st, Options{Rand: rand.New(rand.NewPCG(1, 2)).Uint64})
+	b := New(st, Options{Rand: rand.New(rand.NewPCG(3, 4)).Uint64})
+	room := simRoom()
+	room.QueueingMethod = usher.Random
+	room.TotalActiveUsers = 2
+	room.SessionDuration = 4 * time.Second
+	room.DisableSessionRenewal = true
+	ctx := context.Background()
+	now := t0
+	for range 2 { // fill the room
+		decide(t, a, &room, nil, now)
+	}
+	var tks []*usher.Ticket
+	for i := range 20 {
+		d := decide(t, a, &room, nil, now.Add(time.Duration(i)*time.Millisecond))
+		tks = append(tks, &d.Ticket)
+	}
+	admitted := 0
+	for now = t0.Add(time.Second); now.Before(t0.Add(2 * time.Minute)); now = now.Add(250 * time.Millisecond) {
+		clock.Store(now.UnixNano())
+		for i, tk := range tks {
+			if tk == nil || tk.NextCheckIn.After(now) {
+				continue
+			}
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			d := decide(t, e, &room, tk, now)
+			if d.Outcome == usher.Admit {
+				admitted++
+				tks[i] = nil
+				continue
+			}
+			tks[i] = &d.Ticket
+		}
+	}
+	if admitted < 10 {
+		t.Fatalf("%d of 20 admitted in two minutes", admitted)
+	}
+	wa, _ := a.lotteryDraw(ctx, room.ID, [8]byte{1}, now, room.RefreshInterval)
+	wb, _ := b.lotteryDraw(ctx, room.ID, [8]byte{1}, now, room.RefreshInterval)
+	if wa != wb {
+		t.Fatalf("two engines draw %v and %v for one visitor and window", wa, wb)
+	}
+	clock.Store(now.UnixNano())
+	pub, err := b.Draws(ctx, &room, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := 0
+	for _, r := range pub.Draws {
+		if p := draw.Verify(room.ID, r); len(p) != 0 {
+			t.Fatalf("draw %s does not verify: %v", r.ID, p)
+		}
+		for _, w := range r.Windows {
+			recorded += len(w.Admitted)
+		}
+	}
+	if recorded < admitted-2 || recorded > admitted {
+		t.Fatalf("%d admissions published, %d admitted (at most the last two windows unrevealed)", recorded, admitted)
+	}
+	if len(pub.Draws) < 2 || pub.Draws[len(pub.Draws)-1].Revealed {
+		t.Fatalf("the next epoch is not committed unrevealed: %+v", pub.Draws)
+	}
+}
