@@ -122,3 +122,21 @@ func writeStatic(w http.ResponseWriter, r *http.Request, ctype string, b []byte)
 		_, _ = w.Write(b)
 	}
 }
+
+// drawOf returns the verifiable draw a waiter of decision d is in and its
+// entry (docs/fairness.md), so that it can find itself in the published
+// order: a shuffled pre-queue's, or a random room's current lottery
+// epoch's; none otherwise.
+func drawOf(m Match, d usher.Decision, s *usher.Settings) (id, entry string) {
+	var e [16]byte
+	switch {
+	case d.Phase == usher.Prequeue && d.Event != nil && d.Event.ShuffleAtStart:
+		id = draw.ShuffleID(d.Event.Start)
+	case s.QueueingMethod == usher.Random && d.Phase != usher.Prequeue:
+		id = draw.LotteryID(s.RefreshInterval, draw.Epoch(draw.Window(m.At, s.RefreshInterval)))
+	default:
+		return "", ""
+	}
+	e = draw.Entry(m.Room.ID, d.Ticket.VisitorID)
+	return id, draw.Hex(e[:])
+}

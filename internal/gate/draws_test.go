@@ -9,6 +9,7 @@ import (
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/draw"
+	"github.com/usherhq/usher/internal/gate"
 )
 
 // TestDrawsRoute: /__usher/draws/<room> publishes the room's draws as
@@ -66,5 +67,58 @@ func TestDrawsRoute(t *testing.T) {
 	g.ServeHTTP(post, httptest.NewRequest("POST", "http://shop.test/__usher/draws/shop", nil))
 	if post.Code != 405 {
 		t.Errorf("POST: %d, want 405", post.Code)
+	}
+}
+
+// TestDrawEntryOnTheWaitingAnswer: a visitor in a shuffled pre-queue is
+// told its draw and entry in the waiting JSON, and finds that entry in
+// the order published at the start, which verifies.
+func TestDrawEntryOnTheWaitingAnswer(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	start := now.Add(time.Minute)
+	clock := now
+	room := testRoom("shop")
+	room.JSONResponseEnabled = true
+	room.Events = []usher.Event{{Name: "drop", PrequeueStart: now.Add(-time.Minute), Start: start,
+		End: start.Add(time.Hour), ShuffleAtStart: true}}
+	g, _ := featureGate(t, room, now, func(o *gate.Options) { o.Now = func() time.Time { return clock } })
+	var entries []string
+	for range 5 {
+		req := httptest.NewRequest("GET", "http://shop.test/", nil)
+		req.Header.Set("Accept", "application/json")
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		var j struct {
+			W struct {
+				DrawID    string `json:"drawId"`
+				DrawEntry string `json:"drawEntry"`
+			} `json:"usherWaitingRoom"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &j); err != nil {
+			t.Fatalf("%v: %s", err, rec.Body.String())
+		}
+		if j.W.DrawID != draw.ShuffleID(start) || len(j.W.DrawEntry) != 32 {
+			t.Fatalf("waiting answer: draw %q entry %q", j.W.DrawID, j.W.DrawEntry)
+		}
+		entries = append(entries, j.W.DrawEntry)
+	}
+	clock = start.Add(time.Second)
+	rec := httptest.NewRecorder()
+	g.ServeHTTP(rec, httptest.NewRequest("GET", "http://shop.test/__usher/draws/shop", nil))
+	var pub draw.Room
+	if err := json.Unmarshal(rec.Body.Bytes(), &pub); err != nil || len(pub.Draws) != 1 {
+		t.Fatalf("published: %v %s", err, rec.Body.String())
+	}
+	if p := draw.Verify("shop", pub.Draws[0]); len(p) != 0 || !pub.Draws[0].Revealed {
+		t.Fatalf("the shuffle does not verify: %v", p)
+	}
+	found := map[string]bool{}
+	for _, p := range pub.Draws[0].Order {
+		found[p.Entry] = true
+	}
+	for _, e := range entries {
+		if !found[e] {
+			t.Fatalf("entry %s told to a visitor is not in the published order", e)
+		}
 	}
 }
