@@ -175,4 +175,29 @@ func TestLotteryIsVerifiable(t *testing.T) {
 	if len(pub.Draws) < 2 || pub.Draws[len(pub.Draws)-1].Revealed {
 		t.Fatalf("the next epoch is not committed unrevealed: %+v", pub.Draws)
 	}
+	// Nothing of a window that may still draw is out: no link of the
+	// current window or the one before (nodes' clocks differ), no secret
+	// of an epoch still drawing.
+	cur := draw.Window(now, room.RefreshInterval)
+	for _, r := range pub.Draws {
+		if r.Secret != "" && r.Epoch >= draw.Epoch(cur) {
+			t.Fatalf("the secret of epoch %d is out at window %d", r.Epoch, cur)
+		}
+		for _, w := range r.Windows {
+			if w.Window > cur-2 {
+				t.Fatalf("the link of window %d is out at window %d", w.Window, cur)
+			}
+		}
+	}
+	// A reload in the same window draws the same; another window, anew.
+	v := tks[0]
+	if v == nil {
+		v = &usher.Ticket{VisitorID: [8]byte{42}}
+	}
+	d1, _ := a.lotteryDraw(ctx, room.ID, v.VisitorID, now, room.RefreshInterval)
+	d2, _ := b.lotteryDraw(ctx, room.ID, v.VisitorID, now.Add(time.Millisecond), room.RefreshInterval)
+	d3, _ := a.lotteryDraw(ctx, room.ID, v.VisitorID, now.Add(room.RefreshInterval), room.RefreshInterval)
+	if d1 != d2 || d1 == d3 {
+		t.Fatalf("draws %v, %v in one window (want equal), %v in the next (want another)", d1, d2, d3)
+	}
 }
