@@ -29,7 +29,15 @@ type draws struct {
 	mu      sync.Mutex
 	secrets map[drawName][]byte
 	chains  map[drawName]*draw.Chain
+	// shuffles are revealed shuffles whose entries can no longer change
+	// (a minute after the start): a large order is computed once.
+	shuffles map[drawName]draw.Record
 }
+
+// settled is how long after a shuffle's start its published order is
+// taken as final: no node adds an entry after the start, and a minute
+// covers a node whose clock is behind.
+const settled = time.Minute
 
 type drawName struct{ room, id string }
 
@@ -158,6 +166,9 @@ func epochEnd(refresh time.Duration, epoch int64) time.Time {
 // unverifiable draw (verifiable false).
 func (e *Engine) lotteryDraw(ctx context.Context, room string, visitor [8]byte, now time.Time, refresh time.Duration) (d float64, verifiable bool) {
 	w := draw.Window(now, refresh)
+	if !e.brk.allow(now) { // the store is failing: no call that would wait for it
+		return Draw(visitor, w), false
+	}
 	c, err := e.chain(ctx, room, refresh, draw.Epoch(w))
 	if err != nil {
 		e.opts.Logger.Warn("draw.unverifiable", "room", room, "draw", draw.LotteryID(refresh, draw.Epoch(w)), "err", err)
@@ -216,6 +227,15 @@ func (e *Engine) Draws(ctx context.Context, room *usher.Room, now time.Time) (dr
 
 func (e *Engine) publishShuffle(ctx context.Context, room string, ev *usher.Event, now time.Time) (draw.Record, error) {
 	id := draw.ShuffleID(ev.Start)
+	final := !now.Before(ev.Start.Add(settled))
+	if final {
+		e.draws.mu.Lock()
+		rec, ok := e.draws.shuffles[drawName{room, id}]
+		e.draws.mu.Unlock()
+		if ok {
+			return rec, nil
+		}
+	}
 	secret, err := e.secret(ctx, room, id, ev.End.Add(DrawKeep))
 	if err != nil {
 		return draw.Record{}, err
@@ -235,22 +255,31 @@ func (e *Engine) publishShuffle(ctx context.Context, room string, ev *usher.Even
 		return draw.Record{}, err
 	}
 	type keyed struct {
-		p draw.Placed
 		k [32]byte
+		i int
 	}
-	ks := make([]keyed, 0, len(entries))
-	for _, b := range entries {
+	ks := make([]keyed, len(entries))
+	kr := draw.NewKeyer(seed)
+	for i, b := range entries {
 		if len(b) != 16 {
 			return draw.Record{}, usher.Errorf(usher.EInternal, "draw %s of room %s: an entry of %d bytes in the store", id, room, len(b))
 		}
-		en := [16]byte(b)
-		ks = append(ks, keyed{draw.Placed{Entry: draw.Hex(b), Place: draw.Place(seed, en, rec.Start, rec.Span)}, draw.Key(seed, en)})
+		ks[i] = keyed{kr.Key([16]byte(b)), i}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.k[:], b.k[:]) })
-	for _, k := range ks {
-		rec.Order = append(rec.Order, k.p)
+	rec.Order = make([]draw.Placed, len(ks))
+	for j, k := range ks {
+		rec.Order[j] = draw.Placed{Entry: draw.Hex(entries[k.i]), Place: draw.PlaceOf(k.k, rec.Start, rec.Span)}
 	}
 	rec.Revealed, rec.Secret, rec.Beacon, rec.Seed = true, draw.Hex(secret[:]), beacon, draw.Hex(seed[:])
+	if final {
+		e.draws.mu.Lock()
+		if e.draws.shuffles == nil || len(e.draws.shuffles) >= 16 {
+			e.draws.shuffles = map[drawName]draw.Record{}
+		}
+		e.draws.shuffles[drawName{room, id}] = rec
+		e.draws.mu.Unlock()
+	}
 	return rec, nil
 }
 

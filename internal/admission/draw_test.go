@@ -201,3 +201,30 @@ func TestLotteryIsVerifiable(t *testing.T) {
 		t.Fatalf("draws %v, %v in one window (want equal), %v in the next (want another)", d1, d2, d3)
 	}
 }
+
+// BenchmarkPublishShuffle: revealing a pre-queue of 100,000 entries (the
+// order computed from the store's entries), and the JSON it makes.
+func BenchmarkPublishShuffle(b *testing.B) {
+	st, err := local.Open(local.Options{Now: func() time.Time { return t0 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	room := eventRoom(true)
+	ev := &room.Events[0]
+	for i := range 100_000 {
+		en := draw.Entry(room.ID, [8]byte{byte(i), byte(i >> 8), byte(i >> 16)})
+		if err := st.AddDrawEntry(context.Background(), room.ID, draw.ShuffleID(ev.Start), en[:], t0.Add(time.Hour)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := New(st, Options{})
+	at := ev.Start.Add(time.Second) // before it settles: computed every time
+	b.ReportAllocs()
+	for b.Loop() {
+		pub, err := e.Draws(context.Background(), &room, at)
+		if err != nil || len(pub.Draws[0].Order) != 100_000 {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
+	stdhash "hash"
 	"math/bits"
 	"strconv"
 	"time"
@@ -62,11 +63,20 @@ func Seed(secret [32]byte, beacon string) [32]byte {
 }
 
 // Key returns an entry's sort key under seed: HMAC-SHA256(seed, entry).
-func Key(seed [32]byte, entry [16]byte) [32]byte {
-	m := hmac.New(sha256.New, seed[:])
-	m.Write(entry[:])
+func Key(seed [32]byte, entry [16]byte) [32]byte { return NewKeyer(seed).Key(entry) }
+
+// Keyer computes many entries' keys under one seed, reusing its HMAC.
+type Keyer struct{ m stdhash.Hash }
+
+// NewKeyer returns a Keyer under seed.
+func NewKeyer(seed [32]byte) *Keyer { return &Keyer{hmac.New(sha256.New, seed[:])} }
+
+// Key returns entry's key: HMAC-SHA256(seed, entry).
+func (k *Keyer) Key(entry [16]byte) [32]byte {
+	k.m.Reset()
+	k.m.Write(entry[:])
 	var out [32]byte
-	m.Sum(out[:0])
+	k.m.Sum(out[:0])
 	return out
 }
 
@@ -81,7 +91,11 @@ func ShuffleSpan(prequeue, start time.Time) int64 {
 // shuffle: start - span + floor(k64 * span / 2^64), k64 the key's first 8
 // bytes. Places follow the keys upwards.
 func Place(seed [32]byte, entry [16]byte, start, span int64) int64 {
-	k := Key(seed, entry)
+	return PlaceOf(Key(seed, entry), start, span)
+}
+
+// PlaceOf returns the place an entry whose key is k gets (see Place).
+func PlaceOf(k [32]byte, start, span int64) int64 {
 	hi, _ := bits.Mul64(binary.BigEndian.Uint64(k[:8]), uint64(max(span, 1)))
 	return start - span + int64(hi)
 }

@@ -112,6 +112,7 @@ func verifyShuffle(room string, r Record) []string {
 		key   [32]byte
 	}
 	var want []keyed
+	kr := NewKeyer(seed)
 	seen := map[string]bool{}
 	for i, p := range r.Order {
 		e, err := unhex[[16]byte]("order entry", p.Entry)
@@ -123,10 +124,11 @@ func verifyShuffle(room string, r Record) []string {
 			bad("order[%d]: entry %s is listed twice", i, p.Entry)
 		}
 		seen[p.Entry] = true
-		if pl := Place(seed, e, r.Start, r.Span); pl != p.Place {
+		k := kr.Key(e)
+		if pl := PlaceOf(k, r.Start, r.Span); pl != p.Place {
 			bad("order[%d]: entry %s has place %d, the seed gives %d", i, p.Entry, p.Place, pl)
 		}
-		want = append(want, keyed{p.Entry, Key(seed, e)})
+		want = append(want, keyed{p.Entry, k})
 	}
 	sorted := slices.Clone(want)
 	slices.SortStableFunc(sorted, func(a, b keyed) int { return bytes.Compare(a.key[:], b.key[:]) })
