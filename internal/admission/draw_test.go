@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,6 +226,36 @@ func BenchmarkPublishShuffle(b *testing.B) {
 		pub, err := e.Draws(context.Background(), &room, at)
 		if err != nil || len(pub.Draws[0].Order) != 100_000 {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestShuffleRejoinIsANewEntry: a visitor who drops its cookie in a
+// shuffled pre-queue and comes again is a new visitor with a new entry
+// and a new place (a second lottery ticket, priced like any new visit);
+// its first entry stays in the order, and neither moves anyone else.
+func TestShuffleRejoinIsANewEntry(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	e := New(clockStore(t, &clock), Options{Rand: rand.New(rand.NewPCG(5, 6)).Uint64})
+	room := eventRoom(true)
+	first := decide(t, e, &room, nil, t0.Add(time.Second))
+	other := decide(t, e, &room, nil, t0.Add(2*time.Second))
+	again := decide(t, e, &room, nil, t0.Add(3*time.Second)) // the first visitor, without its cookie
+	if again.Ticket.VisitorID == first.Ticket.VisitorID || draw.Entry(room.ID, again.Ticket.VisitorID) == draw.Entry(room.ID, first.Ticket.VisitorID) {
+		t.Fatal("a visit without the cookie kept the entry")
+	}
+	after := room.Events[0].Start.Add(time.Second)
+	clock.Store(after.UnixNano())
+	pub, err := e.Draws(context.Background(), &room, after)
+	if err != nil || len(pub.Draws[0].Order) != 3 {
+		t.Fatalf("published %+v, %v; want the three entries", pub, err)
+	}
+	for _, d := range []usher.Decision{first, other, again} {
+		en := draw.Entry(room.ID, d.Ticket.VisitorID)
+		i := slices.IndexFunc(pub.Draws[0].Order, func(p draw.Placed) bool { return p.Entry == hex.EncodeToString(en[:]) })
+		if i < 0 || pub.Draws[0].Order[i].Place != d.Ticket.Place {
+			t.Fatalf("entry of place %d not published at its place", d.Ticket.Place)
 		}
 	}
 }
