@@ -105,13 +105,22 @@ func (e *Engine) shuffleSeed(ctx context.Context, room string, ev *usher.Event) 
 	return secret, draw.Seed(secret, beacon), beacon, nil
 }
 
+// storeFailing reports whether the store's breaker is open (or probing),
+// without taking its probe (breaker.allow would): the probe belongs to
+// the decision's own store call, whose result closes the breaker.
+func (e *Engine) storeFailing() bool {
+	e.brk.mu.Lock()
+	defer e.brk.mu.Unlock()
+	return e.brk.failures >= BreakerFailures
+}
+
 // drawPlace gives a new visitor who arrives while a shuffled pre-queue is
 // open its place in the verifiable shuffle, and adds its entry to the
 // draw. When the store cannot be reached, the place is drawn at random
 // as before (and cannot be verified).
 func (e *Engine) drawPlace(ctx context.Context, room string, tk *usher.Ticket, sched *usher.Schedule, now time.Time) {
 	ev := sched.Event
-	if sched.Phase != usher.Prequeue || ev == nil || !ev.ShuffleAtStart || !e.brk.allow(now) {
+	if sched.Phase != usher.Prequeue || ev == nil || !ev.ShuffleAtStart || e.storeFailing() {
 		return
 	}
 	_, seed, _, err := e.shuffleSeed(ctx, room, ev)
@@ -166,7 +175,7 @@ func epochEnd(refresh time.Duration, epoch int64) time.Time {
 // unverifiable draw (verifiable false).
 func (e *Engine) lotteryDraw(ctx context.Context, room string, visitor [8]byte, now time.Time, refresh time.Duration) (d float64, verifiable bool) {
 	w := draw.Window(now, refresh)
-	if !e.brk.allow(now) { // the store is failing: no call that would wait for it
+	if e.storeFailing() { // no call that would wait for a failing store
 		return Draw(visitor, w), false
 	}
 	c, err := e.chain(ctx, room, refresh, draw.Epoch(w))

@@ -259,3 +259,51 @@ func TestShuffleRejoinIsANewEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestDrawsLeaveTheBreakersProbe: once the store is back, the breaker's
+// probe goes to the decision's own store call, not to a draw's check, so
+// the breaker closes in a random room and in a shuffled pre-queue.
+func TestDrawsLeaveTheBreakersProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		room func() usher.Room
+		at   time.Time
+	}{
+		{"lottery", func() usher.Room {
+			r := simRoom()
+			r.QueueingMethod = usher.Random
+			r.TotalActiveUsers = 1
+			return r
+		}, t0},
+		{"shuffle", func() usher.Room { return eventRoom(true) }, t0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, f := newFlaky(t, false)
+			room := tc.room()
+			decide(t, e, &room, nil, tc.at)
+			w := decide(t, e, &room, nil, tc.at.Add(100*time.Millisecond)).Ticket
+			w = decide(t, e, &room, &w, tc.at.Add(3*time.Second)).Ticket // a draw, chain read
+			f.down = true
+			now := tc.at.Add(4 * time.Second)
+			for range BreakerFailures {
+				decide(t, e, &room, nil, now)
+			}
+			if !e.StoreDown() {
+				t.Fatal("the breaker did not open")
+			}
+			f.down = false
+			for range 5 {
+				now = now.Add(BreakerCooldown + time.Second)
+				if tc.name == "shuffle" {
+					decide(t, e, &room, nil, now) // a newcomer: its place is drawn
+				} else {
+					w = decide(t, e, &room, &w, now).Ticket // a waiter: it draws
+				}
+				if !e.StoreDown() {
+					return
+				}
+			}
+			t.Fatal("the store is back, and the breaker stays open five cooldowns later")
+		})
+	}
+}
