@@ -28,7 +28,7 @@ const maxDrawCache = 4096
 type draws struct {
 	mu      sync.Mutex
 	secrets map[drawName][]byte
-	chains  map[drawName]*draw.Chain
+	chains  map[chainName]*draw.Chain
 	// shuffles are revealed shuffles whose entries can no longer change
 	// (a minute after the start): a large order is computed once.
 	shuffles map[drawName]draw.Record
@@ -40,6 +40,13 @@ type draws struct {
 const settled = time.Minute
 
 type drawName struct{ room, id string }
+
+// chainName names a lottery epoch's chain without formatting its id (a
+// lookup on every draw).
+type chainName struct {
+	room      string
+	ms, epoch int64
+}
 
 // kept returns the value kept as draw id of room, saving value when none
 // is kept yet.
@@ -139,14 +146,14 @@ func (e *Engine) drawPlace(ctx context.Context, room string, tk *usher.Ticket, s
 // next epoch's too, so that its head is published a whole epoch before
 // its first draw.
 func (e *Engine) chain(ctx context.Context, room string, refresh time.Duration, epoch int64) (*draw.Chain, error) {
-	id := draw.LotteryID(refresh, epoch)
-	n := drawName{room, id}
+	n := chainName{room, refresh.Milliseconds(), epoch}
 	e.draws.mu.Lock()
 	c := e.draws.chains[n]
 	e.draws.mu.Unlock()
 	if c != nil {
 		return c, nil
 	}
+	id := draw.LotteryID(refresh, epoch)
 	secret, err := e.secret(ctx, room, id, epochEnd(refresh, epoch).Add(DrawKeep))
 	if err != nil {
 		return nil, err
@@ -157,7 +164,7 @@ func (e *Engine) chain(ctx context.Context, room string, refresh time.Duration, 
 	c = draw.NewChain(secret)
 	e.draws.mu.Lock()
 	if e.draws.chains == nil || len(e.draws.chains) >= maxDrawCache/64 {
-		e.draws.chains = map[drawName]*draw.Chain{}
+		e.draws.chains = map[chainName]*draw.Chain{}
 	}
 	e.draws.chains[n] = c
 	e.draws.mu.Unlock()

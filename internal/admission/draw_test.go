@@ -307,3 +307,28 @@ func TestDrawsLeaveTheBreakersProbe(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLotteryDraw is a waiter's verifiable draw (the epoch's chain
+// read once, then kept), against BenchmarkLotteryDrawSplitmix, the draw it
+// replaces, in the same run.
+func BenchmarkLotteryDraw(b *testing.B) {
+	e := New(memStore(b), Options{})
+	ctx := context.Background()
+	now := time.Now()
+	e.lotteryDraw(ctx, "sale", [8]byte{1}, now, 2*time.Second)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, ok := e.lotteryDraw(ctx, "sale", [8]byte{byte(i), byte(i >> 8)}, now, 2*time.Second); !ok {
+			b.Fatal("not verifiable")
+		}
+	}
+}
+
+func BenchmarkLotteryDrawSplitmix(b *testing.B) {
+	b.ReportAllocs()
+	var sink float64
+	for i := 0; b.Loop(); i++ {
+		sink += Draw([8]byte{byte(i), byte(i >> 8)}, int64(i))
+	}
+	_ = sink
+}

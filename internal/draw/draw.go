@@ -9,7 +9,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	stdhash "hash"
 	"math/bits"
 	"strconv"
 	"time"
@@ -42,9 +41,23 @@ func hash(parts ...[]byte) [32]byte {
 }
 
 // Entry returns the entry that stands for a visitor in a room's draws: it
-// does not reveal the visitor id, and differs from room to room.
+// does not reveal the visitor id, and differs from room to room. (A
+// visitor's every check-in in a random room computes it: it is built on
+// the stack when the room's id is short, as ids are.)
 func Entry(room string, visitor [8]byte) [16]byte {
-	h := hash([]byte(labelEntry), []byte(room), visitor[:])
+	var h [32]byte
+	if len(room) <= 128 {
+		var buf [8 + len(labelEntry) + 8 + 128 + 8 + 8]byte
+		b := binary.BigEndian.AppendUint64(buf[:0], uint64(len(labelEntry)))
+		b = append(b, labelEntry...)
+		b = binary.BigEndian.AppendUint64(b, uint64(len(room)))
+		b = append(b, room...)
+		b = binary.BigEndian.AppendUint64(b, 8)
+		b = append(b, visitor[:]...)
+		h = sha256.Sum256(b)
+	} else {
+		h = hash([]byte(labelEntry), []byte(room), visitor[:])
+	}
 	var e [16]byte
 	copy(e[:], h[:16])
 	return e
@@ -65,19 +78,34 @@ func Seed(secret [32]byte, beacon string) [32]byte {
 // Key returns an entry's sort key under seed: HMAC-SHA256(seed, entry).
 func Key(seed [32]byte, entry [16]byte) [32]byte { return NewKeyer(seed).Key(entry) }
 
-// Keyer computes many entries' keys under one seed, reusing its HMAC.
-type Keyer struct{ m stdhash.Hash }
+// Keyer computes entries' keys under one seed: HMAC-SHA256 written out
+// (RFC 2104, a 32-byte key padded to SHA-256's 64-byte block) over
+// arrays, so that a key costs two SHA-256 sums and no allocation.
+type Keyer struct{ ipad, opad [64]byte }
 
 // NewKeyer returns a Keyer under seed.
-func NewKeyer(seed [32]byte) *Keyer { return &Keyer{hmac.New(sha256.New, seed[:])} }
+func NewKeyer(seed [32]byte) *Keyer {
+	k := new(Keyer)
+	for i := range k.ipad {
+		var b byte
+		if i < len(seed) {
+			b = seed[i]
+		}
+		k.ipad[i], k.opad[i] = b^0x36, b^0x5c
+	}
+	return k
+}
 
 // Key returns entry's key: HMAC-SHA256(seed, entry).
 func (k *Keyer) Key(entry [16]byte) [32]byte {
-	k.m.Reset()
-	k.m.Write(entry[:])
-	var out [32]byte
-	k.m.Sum(out[:0])
-	return out
+	var in [64 + 16]byte
+	copy(in[:], k.ipad[:])
+	copy(in[64:], entry[:])
+	inner := sha256.Sum256(in[:])
+	var out [64 + 32]byte
+	copy(out[:], k.opad[:])
+	copy(out[64:], inner[:])
+	return sha256.Sum256(out[:])
 }
 
 // ShuffleSpan returns the number of seconds a shuffled pre-queue's places

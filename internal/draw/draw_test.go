@@ -2,6 +2,7 @@ package draw
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"slices"
 	"strings"
@@ -126,3 +127,30 @@ func TestVerifyLottery(t *testing.T) {
 }
 
 func sha(b [32]byte) [32]byte { return sha256.Sum256(b[:]) }
+
+// TestKeyIsHMAC: the written-out HMAC is crypto/hmac's, and the entry
+// built on the stack is the length-prefixed hash, for any seed, entry and
+// room (a room id too long for the stack included).
+func TestKeyIsHMAC(t *testing.T) {
+	for i := range 200 {
+		var seed [32]byte
+		var entry [16]byte
+		for j := range seed {
+			seed[j] = byte(i*31 + j*7)
+		}
+		for j := range entry {
+			entry[j] = byte(i*17 + j*3)
+		}
+		m := hmac.New(sha256.New, seed[:])
+		m.Write(entry[:])
+		if got := Key(seed, entry); !bytes.Equal(got[:], m.Sum(nil)) {
+			t.Fatalf("Key(%x, %x) = %x, not HMAC-SHA256", seed, entry, got)
+		}
+		room := strings.Repeat("r", i)
+		v := [8]byte{byte(i), 9}
+		h := hash([]byte(labelEntry), []byte(room), v[:])
+		if got := Entry(room, v); !bytes.Equal(got[:], h[:16]) {
+			t.Fatalf("Entry of a room of %d bytes: %x, want %x", i, got, h[:16])
+		}
+	}
+}
