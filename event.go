@@ -16,6 +16,12 @@ type Event struct {
 	// pre-queued visitors keep their arrival order. Either way they go in
 	// before anyone who arrives after the start.
 	ShuffleAtStart bool
+	// DrawBeacon, when not empty, is mixed into the shuffle's seed: the
+	// value of a public randomness beacon round published after the
+	// shuffle's commitment and before the pre-queue opens, so that not
+	// even the operator chose the seed (docs/fairness.md). The value of
+	// the first pre-queue join is kept and revealed.
+	DrawBeacon string
 	// Overrides are the settings that differ from the room's during the
 	// event.
 	Overrides Overrides

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// MaxDrawEntries bounds the entries a store keeps of one draw.
+const MaxDrawEntries = 1 << 20
+
 // Store holds a room's aggregate counters and, for each live visitor, which
 // of its tickets it counted last. Every method that changes state does it
 // in one atomic operation, so that a shared implementation (Redis) needs one
@@ -72,6 +75,18 @@ type Store interface {
 	// with an until that has passed. An error means the store could not
 	// tell, and the caller must treat the id as used.
 	Spend(ctx context.Context, room string, id [16]byte, until time.Time) (fresh bool, err error)
+	// SaveDrawSeed keeps seed (a verifiable draw's secret, opaque to the
+	// store) as draw id of room until keep, unless a seed of that draw is
+	// kept already, and returns the seed kept now (the first writer wins,
+	// so every node draws with the same one). See docs/fairness.md.
+	SaveDrawSeed(ctx context.Context, room, id string, seed []byte, keep time.Time) ([]byte, error)
+	// AddDrawEntry adds entry (opaque) to draw id of room, kept until
+	// keep: a set, so an entry added twice is kept once. A store keeps at
+	// most MaxDrawEntries entries a draw and refuses more (EUnavailable).
+	AddDrawEntry(ctx context.Context, room, id string, entry []byte, keep time.Time) error
+	// DrawEntries returns the entries of draw id of room, in no order
+	// (none for a draw it does not know).
+	DrawEntries(ctx context.Context, room, id string) ([][]byte, error)
 	// UseInvite counts one use of invite id of room, remembered (durably)
 	// until expires, and reports whether the count is within max.
 	UseInvite(ctx context.Context, room string, id [16]byte, max int, expires time.Time) (ok bool, err error)

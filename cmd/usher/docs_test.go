@@ -419,7 +419,7 @@ var documentedCommands = [][]string{
 	{"serve"}, {"demo"}, {"check"}, {"keys", "new"}, {"bench"}, {"simulate"}, {"invite", "new"}, {"health"},
 	{"rooms"}, {"room", "get"}, {"room", "set"}, {"room", "unset"}, {"room", "reset"}, {"room", "queue-all"},
 	{"room", "suspend"}, {"events", "list"}, {"events", "add"}, {"events", "set"}, {"rules", "list"},
-	{"rules", "add"}, {"rules", "set"}, {"audit"}, {"top"}, {"analytics"},
+	{"rules", "add"}, {"rules", "set"}, {"audit"}, {"top"}, {"analytics"}, {"verify-draw"},
 }
 
 // cliTableFlag matches a flag's row of a table of docs/cli.md.

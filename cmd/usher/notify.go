@@ -12,6 +12,7 @@ import (
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/draw"
 	"github.com/usherhq/usher/internal/notify"
 )
 
@@ -36,6 +37,9 @@ type events struct {
 	mon  *notify.Monitor
 	node string
 	log  *slog.Logger
+	// draws reads a room's verifiable draws (the engine's), for the
+	// monitor's draw.committed and draw.revealed (nil: none).
+	draws func(context.Context, *usher.Room, time.Time) (draw.Room, error)
 }
 
 func newEvents(log *slog.Logger) *events {
@@ -50,7 +54,7 @@ func newEvents(log *slog.Logger) *events {
 // startMonitor makes the monitor of the node's rooms; claim is set on a
 // shared store (one node reports each window).
 func (ev *events) startMonitor(st *state, status func(context.Context, *usher.Room, time.Time) (usher.RoomStats, error), store usher.Store, shared bool) {
-	opts := notify.MonitorOptions{Rooms: st.rooms, Stats: status, Logger: ev.log}
+	opts := notify.MonitorOptions{Rooms: st.rooms, Stats: status, Logger: ev.log, Draws: ev.draws}
 	if shared {
 		opts.Claim = func(ctx context.Context, key string, until time.Time) bool {
 			id := sha256.Sum256([]byte(key))

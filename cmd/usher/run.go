@@ -34,6 +34,7 @@ Usage:
   usher simulate --config F   what a room's visitors go through, on simulated time
   usher invite new --room R   print an invite link (--uses N --expires T, --admit or --front)
   usher health [--url URL]    exit 0 if a running usher answers /healthz
+  usher verify-draw URL|FILE  recompute a room's published draws (/__usher/draws/ROOM)
   usher version               print the version, commit and build date
 
 Change a running usher (its admin API; --admin ADDR or USHER_ADMIN, --token or USHER_TOKEN):
@@ -81,6 +82,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.invite(ctx, rest)
 	case "health":
 		err = m.health(ctx, rest)
+	case "verify-draw":
+		err = m.verifyDraw(ctx, rest)
 	case "rooms":
 		err = m.rooms(ctx, rest)
 	case "room":

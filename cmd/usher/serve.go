@@ -89,6 +89,7 @@ func (m *Main) run(ctx context.Context, cfg *config.Config, log *slog.Logger, pa
 		defer cancel()
 		n.events.bus.Drain(dctx)
 	}()
+	n.events.draws = n.engine.Draws
 	n.events.startMonitor(n.st, n.engine.Status, store, cfg.Store.Redis != nil)
 	// The rooms' state at start, before any request or change: what
 	// changes from here is an event.

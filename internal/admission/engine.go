@@ -118,6 +118,7 @@ type Engine struct {
 	lapsedIns atomic.Int64
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
+	draws     draws // verifiable draws read from the store (draw.go)
 
 	mu  sync.Mutex
 	rng func() uint64
@@ -380,6 +381,9 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 		// the admission: AdmitOp.Unproven).
 		unproven = !proved
 	}
+	if fresh {
+		e.drawPlace(ctx, room.ID, &tk, &sched, now) // a shuffled pre-queue's place
+	}
 	if v.Invite == usher.InviteFront {
 		tk.Place = usher.FrontPlace
 	}
@@ -450,6 +454,7 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 			NetworkKey: h.Key(limit.TierNetwork, cl.NetworkPrefix(v.Client)), NetworkPerMinute: cl.NetworkPerMinute(),
 			Refuse: cl.Rejects(), Back: now.Add(BackSpan).Unix()}
 	}
+	verifiable := false // a lottery draw from the committed chain
 	if s.QueueingMethod == usher.Random && !op.NoAdmit && !op.Force {
 		switch {
 		case tk.Place == usher.FrontPlace:
@@ -469,7 +474,7 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 			op.NoAdmit = true // one draw per window: reloading gains nothing
 		default:
 			op.Random = true
-			op.Draw = Draw(tk.VisitorID, window(now, s.RefreshInterval))
+			op.Draw, verifiable = e.lotteryDraw(ctx, room.ID, tk.VisitorID, now, s.RefreshInterval)
 			op.DrawBefore = now.Add(BackSpan / 2).Unix()
 			if tk.Back {
 				// At the back of the line: in only when there is room for
@@ -491,6 +496,9 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 			return e.failUnproven(room.ID, base, tk, fresh, unproven, s, now), nil
 		}
 		return usher.Decision{}, err
+	}
+	if verifiable && res.Admitted && !res.Replay && !tk.Back {
+		e.recordLottery(ctx, room.ID, tk.VisitorID, now, s.RefreshInterval, op.Draw)
 	}
 	d := base
 	d.Stats = res.RoomStats

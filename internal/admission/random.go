@@ -22,7 +22,8 @@ func drewIn(drewAt, now time.Time, refresh time.Duration) bool {
 // Draw returns the visitor's draw for a window, uniform in [0, 1): a
 // function of the sealed visitor id and the window only, so reloading
 // cannot re-roll it and every node draws the same (Fastly's seeded
-// lottery).
+// lottery). It is the fallback of lotteryDraw when the store cannot give
+// the window's committed link: such a draw cannot be verified.
 func Draw(visitor [8]byte, win int64) float64 {
 	var id uint64
 	for _, b := range visitor {

@@ -95,6 +95,9 @@ func EncodeEvent(e *usher.Event) map[string]any {
 	if !e.PrequeueStart.IsZero() {
 		m["prequeue_start_time"] = formatTime(e.PrequeueStart)
 	}
+	if e.DrawBeacon != "" {
+		m["draw_beacon"] = e.DrawBeacon
+	}
 	o := &e.Overrides
 	put(m, "total_active_users", o.TotalActiveUsers, identity)
 	put(m, "new_users_per_minute", o.NewUsersPerMinute, identity)

@@ -68,6 +68,12 @@ func checkEvent(r *report, e *usher.Event, at loc) bool {
 	if e.ShuffleAtStart && e.PrequeueStart.IsZero() {
 		r.add(0, at.field("shuffle_at_event_start"), "needs prequeue_start_time: without a pre-queue nobody is waiting to be shuffled at the start")
 	}
+	if e.DrawBeacon != "" && !e.ShuffleAtStart {
+		r.add(0, at.field("draw_beacon"), "needs shuffle_at_event_start: the beacon seeds the pre-queue's shuffle, and there is none")
+	}
+	if len(e.DrawBeacon) > 1024 {
+		r.add(0, at.field("draw_beacon"), "must be at most 1024 bytes (a beacon round's value), got %d", len(e.DrawBeacon))
+	}
 	return ok
 }
 

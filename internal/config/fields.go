@@ -199,6 +199,7 @@ func (d *decoder) event(n *yaml.Node, at loc) usher.Event {
 		"event_start_time":          d.timestamp(&e.Start),
 		"event_end_time":            d.timestamp(&e.End),
 		"shuffle_at_event_start":    d.boolean(&e.ShuffleAtStart),
+		"draw_beacon":               d.text(&e.DrawBeacon),
 		"total_active_users":        optional(d, d.integer, &o.TotalActiveUsers),
 		"new_users_per_minute":      optional(d, d.integer, &o.NewUsersPerMinute),
 		"session_duration":          optional(d, d.duration, &o.SessionDuration),

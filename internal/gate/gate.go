@@ -142,6 +142,7 @@ type Gate struct {
 	countryHeader string
 	hosts         map[string]bool // the route hosts, when unknown hosts are refused
 	status        statusCache
+	draws         drawsCache
 	pow           *guard.PoW
 	spent         guard.Spent
 	invites       *guard.Invites

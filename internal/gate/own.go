@@ -36,6 +36,8 @@ func looksOwn(p string) (bool, string) {
 // readPath read it: letter case counts):
 //
 //	status/<room>  the room's live counters as JSON
+//	draws/<room>   the room's verifiable draws as JSON, and a page that
+//	               checks them (serveDraws)
 //	invite/<text>  an invite link (serveInvite)
 //	page/<note>    the page of a forward-auth refusal (PagePath)
 //	revoke         end the session an admission token names (RevokePath)
@@ -53,6 +55,8 @@ func (g *Gate) serveOwn(w http.ResponseWriter, r *http.Request, rest string) {
 	switch kind {
 	case "status":
 		g.serveStatus(w, r, arg)
+	case "draws":
+		g.serveDraws(w, r, arg)
 	case "invite":
 		g.serveInvite(w, r, arg)
 	case "auth":

@@ -49,6 +49,8 @@ type waitingRoomJSON struct {
 	TimeUntilEventStart        int64  `json:"timeUntilEventStart"`
 	TimeUntilEventStartSeconds int64  `json:"timeUntilEventStartSeconds"`
 	EventName                  string `json:"eventName,omitempty"`
+	DrawID                     string `json:"drawId,omitempty"`
+	DrawEntry                  string `json:"drawEntry,omitempty"`
 }
 
 func newWaitingRoomJSON(pd web.PageData) waitingRoomJSON {
@@ -137,6 +139,7 @@ func (g *Gate) wait(w http.ResponseWriter, r *http.Request, m Match, d usher.Dec
 	h.Add("Vary", "Accept-Language")
 	if set.JSONResponseEnabled && server.AcceptsJSON(r) {
 		j := newWaitingRoomJSON(pd)
+		j.DrawID, j.DrawEntry = drawOf(m, d, set)
 		bp := jsonBuffers.Get().(*[]byte)
 		*bp = appendWaitingJSON((*bp)[:0], &j)
 		writeJSONBytes(w, r, status, *bp)

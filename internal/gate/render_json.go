@@ -61,6 +61,14 @@ func appendWaitingJSON(b []byte, j *waitingRoomJSON) []byte {
 		b = append(b, `,"eventName":`...)
 		b = appendJSONString(b, j.EventName)
 	}
+	if j.DrawID != "" {
+		b = append(b, `,"drawId":`...)
+		b = appendJSONString(b, j.DrawID)
+	}
+	if j.DrawEntry != "" {
+		b = append(b, `,"drawEntry":`...)
+		b = appendJSONString(b, j.DrawEntry)
+	}
 	return append(b, "}}\n"...)
 }
 

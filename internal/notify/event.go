@@ -39,6 +39,8 @@ const (
 	BreakerClosed       = "breaker.closed"
 	SummaryMinute       = "summary.minute"
 	AutopilotChanged    = "autopilot.changed"
+	DrawCommitted       = "draw.committed"
+	DrawRevealed        = "draw.revealed"
 	VisitorTicketIssued = "visitor.ticket_issued"
 	VisitorAdmitted     = "visitor.admitted"
 	VisitorSessionEnded = "visitor.session_ended"
@@ -51,6 +53,7 @@ var types = []string{
 	QueueingStarted, QueueingStopped, SettingsChanged,
 	EventPrequeueOpened, EventStarted, EventEnded,
 	BreakerOpened, BreakerClosed, SummaryMinute, AutopilotChanged,
+	DrawCommitted, DrawRevealed,
 	VisitorTicketIssued, VisitorAdmitted, VisitorSessionEnded, VisitorRevoked,
 }
 

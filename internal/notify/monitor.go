@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/draw"
 )
 
 // ReporterWindow is how long one node of several sharing a store sends
@@ -25,6 +26,9 @@ type MonitorOptions struct {
 	Claim func(ctx context.Context, key string, until time.Time) bool
 	// Logger receives store errors (nil: slog.Default()).
 	Logger *slog.Logger
+	// Draws, when not nil, reads a room's verifiable draws (the engine's
+	// Draws): the monitor tells each draw committed and revealed.
+	Draws func(ctx context.Context, room *usher.Room, now time.Time) (draw.Room, error)
 }
 
 // Monitor finds the room events that no single request causes, by
@@ -41,6 +45,7 @@ type Monitor struct {
 	bus   *Bus
 	opts  MonitorOptions
 	rooms map[string]*roomState
+	draws map[string]*drawsState // by room (draws.go)
 	kick  chan struct{}
 	// counts holds this node's arrivals and admissions by room for the
 	// summary; replaced (never changed) when the rooms change.
@@ -70,7 +75,7 @@ func NewMonitor(b *Bus, opts MonitorOptions) *Monitor {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Monitor{bus: b, opts: opts, rooms: map[string]*roomState{}, kick: make(chan struct{}, 1)}
+	m := &Monitor{bus: b, opts: opts, rooms: map[string]*roomState{}, draws: map[string]*drawsState{}, kick: make(chan struct{}, 1)}
 	empty := map[string]*roomCounts{}
 	m.counts.Store(&empty)
 	return m
@@ -135,6 +140,7 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) {
 	m.syncCounts(rooms)
 	if !m.bus.Listening() {
 		clear(m.rooms) // state found again when something listens
+		clear(m.draws)
 		return
 	}
 	report := m.reporter(ctx, now)
@@ -149,10 +155,16 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) {
 			continue
 		}
 		m.checkRoom(rm, st, now, report)
+		m.checkDraws(ctx, rm, now, report)
 	}
 	for id := range m.rooms {
 		if !seen[id] {
 			delete(m.rooms, id)
+		}
+	}
+	for id := range m.draws {
+		if !seen[id] {
+			delete(m.draws, id)
 		}
 	}
 }

@@ -140,6 +140,9 @@ func (s *Store) load(gens []uint64) error {
 		if err := s.loadInvites(tx, now); err != nil {
 			return fmt.Errorf("invites: %w", err)
 		}
+		if err := s.loadDraws(tx, now); err != nil {
+			return fmt.Errorf("draws: %w", err)
+		}
 		var spans []storedSpan
 		if v := meta.Get(keyLossy); v != nil {
 			if err := json.Unmarshal(v, &spans); err != nil {

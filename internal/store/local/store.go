@@ -79,6 +79,10 @@ type Store struct {
 	spent   map[onceKey]time.Time // proof-of-work ids spent, until when
 	invites map[onceKey]invite    // invites' uses
 
+	drawMu    sync.Mutex           // guards drawSeeds and drawSets (draws.go)
+	drawSeeds map[drawKey]drawSeed // verifiable draws' seeds, kept in the file
+	drawSets  map[drawKey]*drawSet // their entries, in memory
+
 	flushMu sync.Mutex // one flush at a time; guards wal
 	wal     *wal       // the log appended to (wal.go)
 	backlog int64      // bytes of older generations not yet compacted; guarded by flushMu
@@ -125,12 +129,14 @@ func Open(opts Options) (*Store, error) {
 		opts.MaxLogBytes = 4 * opts.CompactBytes
 	}
 	s := &Store{
-		opts:    opts,
-		rooms:   map[string]*room{},
-		spent:   map[onceKey]time.Time{},
-		invites: map[onceKey]invite{},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		opts:      opts,
+		rooms:     map[string]*room{},
+		spent:     map[onceKey]time.Time{},
+		invites:   map[onceKey]invite{},
+		drawSeeds: map[drawKey]drawSeed{},
+		drawSets:  map[drawKey]*drawSet{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 
 		compactNow:  make(chan struct{}, 1),
 		compactDone: make(chan struct{}),

@@ -61,6 +61,8 @@ func Run(t *testing.T, open Opener) {
 		{"UnprovenWouldWaitCountsNothing", testUnprovenWaits},
 		{"UnprovenBurstTakesTheFreeSlotsOnly", testUnprovenBurst},
 		{"UseInvite", testUseInvite},
+		{"DrawSeedFirstWriterWins", testDrawSeedFirstWriterWins},
+		{"DrawEntriesAreASet", testDrawEntriesAreASet},
 		{"RuntimeDocument", testRuntimeDocument},
 		{"RuntimeSwapsOnce", testRuntimeSwapsOnce},
 		{"AuditLog", testAuditLog},
