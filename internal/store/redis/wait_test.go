@@ -21,7 +21,11 @@ import (
 func TestWaitReplicas(t *testing.T) {
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
-	const timeout = 400 * time.Millisecond
+	// WAIT waits up to half the timeout: 750 ms, which a replica on
+	// loopback meets with room to spare even on a loaded machine (at
+	// 400 ms, a clean run of the suite once saw the first admission's
+	// 200 ms run out).
+	const timeout = 1500 * time.Millisecond
 	ctx := context.Background()
 	t0 := storetest.T0
 	waiting := mustOpen(t, redis.Options{Addrs: []string{primary.Addr()}, Timeout: timeout, WaitReplicas: 1})
