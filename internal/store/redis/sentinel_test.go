@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -36,6 +37,14 @@ func TestSentinelFollowsFailover(t *testing.T) {
 	if got := f.Primary.Do("WAIT", "1", "5000"); got != "1" {
 		t.Fatalf("WAIT 1 = %q: the replica did not acknowledge", got)
 	}
+	keysOf := func(srv *redistest.Server) string {
+		var out []string
+		for _, k := range strings.Fields(srv.Do("KEYS", "*")) {
+			out = append(out, fmt.Sprintf("%q ttl %s", k, srv.Do("PTTL", k)))
+		}
+		return strings.Join(out, ", ")
+	}
+	onReplica := keysOf(f.Replica)
 
 	f.Primary.Stop() // kill -9
 	killed := time.Now()
@@ -90,6 +99,8 @@ func TestSentinelFollowsFailover(t *testing.T) {
 		// What the promoted replica holds, for whoever looks into it: a
 		// run under -race once got an empty-looking room here.
 		t.Logf("sentinels name %s; the replica %s holds %s keys, role %q", f.Current(), f.Replica.Addr(), f.Replica.Do("DBSIZE"), f.Replica.Do("ROLE"))
+		t.Logf("the replica's keys before the kill: %s; now: %s", onReplica, keysOf(f.Replica))
+		t.Logf("the sentinels' events:\n%s", strings.Join(f.FailoverEvents(), "\n"))
 		t.Errorf("first admission after the failover: %+v, want admitted with %d active (the replicated %d and itself)", res, before+1, before)
 	}
 	// Every sentinel names the replica in the end (some learn it from
