@@ -205,7 +205,7 @@ func startNginxBench(ctx context.Context, bin string, env *selfEnv) (*nginxBench
 	}
 	site, err := integrations.Recipe("nginx.conf", map[string]string{"{{LISTEN}}": usherAddr,
 		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{USHER_AUTH}}": env.authAddr,
-		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://")})
+		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://"), "{{AUTH_CACHE}}": filepath.Join(dir, "auth-cache")})
 	if err != nil {
 		return fail(err)
 	}
