@@ -106,9 +106,11 @@ type ThroughputResult struct {
 	// AdmittedVsNginxProxy usher's own (admitted visitor) over nginx's.
 	NginxUsherVsNginxProxy float64 `json:"nginx_usher_vs_nginx_proxy,omitempty"`
 	AdmittedVsNginxProxy   float64 `json:"admitted_vs_nginx_proxy,omitempty"`
-	// UsherCPUPerAuthUs is usher's own CPU time per forward-auth request
-	// (through nginx + usher), in microseconds, the median of the rounds;
-	// omitted when usher runs in the bench process (--redis).
+	// UsherCPUPerAuthUs is usher's own CPU time per request through
+	// nginx + usher, in microseconds, the median of the rounds: nginx
+	// keeps usher's answers for admitted visitors a few seconds, so most
+	// requests cost usher nothing. Omitted when usher runs in the bench
+	// process (--redis).
 	UsherCPUPerAuthUs float64 `json:"usher_cpu_per_auth_us,omitempty"`
 }
 
