@@ -61,7 +61,7 @@ vet:
 
 # deps installs the system packages the tests use, as root, when missing.
 deps:
-	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools systemd-analyze:systemd chromium:chromium nginx:nginx caddy:caddy haproxy:haproxy
+	@./scripts/deps.sh redis-server:redis-server redis-cli:redis-tools systemd-analyze:systemd chromium:chromium nginx:nginx caddy:caddy haproxy:haproxy wrk:wrk
 
 clean:
 	rm -rf bin dist

@@ -58,6 +58,9 @@ type benchFlags struct {
 	// targets, when not empty, are the only targets loaded (names as in
 	// throughputTargets), for profiling one path.
 	targets []string
+	// external loads the throughput targets from a process of their own
+	// (wrk, else the Go generator), pinned apart from the servers.
+	external bool
 
 	// standing-room
 	bound      time.Duration
@@ -123,7 +126,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 var benchScenarioFlags = map[string][]string{
 	"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 		"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes", "clock-slack"},
-	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets"},
+	"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets", "external"},
 	"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference"},
 	"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
 		"case", "origin", "horizon", "sides-at-once"},
@@ -166,6 +169,7 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.IntVar(&f.nodes, "nodes", 1, "flash-crowd: usher nodes sharing the --redis store; visitors' requests go to each in turn")
 	fs.DurationVar(&f.clockSlack, "clock-slack", config.DefaultClockSlack, "flash-crowd: with --redis, the nodes' store.redis.clock_slack (whole milliseconds; 0s: they share this machine's clock)")
 	fs.BoolVar(&f.compareEmbedded, "compare-embedded", false, "throughput: with --redis, also measure usher on the embedded store")
+	fs.BoolVar(&f.external, "external", false, "throughput: load from outside, as operators measure: wrk (else a Go generator) in a process of its own pinned to the first CPU, every server (origin, proxies, usher, nginx) pinned to the last")
 	targets := fs.String("targets", "", "throughput: load only these targets, comma-separated ("+strings.Join(throughputTargets, ", ")+"), e.g. to profile one path")
 	fs.DurationVar(&f.bound, "bound", 50*time.Millisecond, "standing-room: the check-in p99 latency bound")
 	fs.IntVar(&f.maxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
@@ -306,6 +310,12 @@ func (m *Main) parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		if f.workers < 1 {
 			problem("workers", "%d: at least 1", f.workers)
+		}
+		if f.external && f.redis != "" {
+			problem("external", "measures usher in a process of its own, on the embedded store: not with --redis")
+		}
+		if f.external && f.duration < time.Second {
+			problem("duration", "%v: --external loads whole seconds (wrk), at least 1s", f.duration)
 		}
 		if *targets != "" {
 			for t := range strings.SplitSeq(*targets, ",") {

@@ -45,6 +45,8 @@ const benchProfileEnv = "USHER_BENCH_CPUPROFILE"
 //	bench-target proxy --origin URL [--unpooled]
 //	bench-target usher --dir DIR --rooms FILE --origin URL [--trusted CIDR]
 //	bench-target static --refresh D --max-refresh D
+//	bench-target origin
+//	bench-target load --url URL --workers N --duration D [--header 'Name: value']...
 func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench-target: proxy or usher")
@@ -59,6 +61,11 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	forwardAuth := fs.String("forward-auth", "", "usher: the private forward-auth listener's address (forward_auth.listen)")
 	refresh := fs.Duration("refresh", 20*time.Second, "static: the first interval")
 	maxRefresh := fs.Duration("max-refresh", 2*time.Minute, "static: the longest interval")
+	loadURL := fs.String("url", "", "load: the URL every request asks for")
+	workers := fs.Int("workers", 32, "load: requests in flight")
+	duration := fs.Duration("duration", 3*time.Second, "load: how long")
+	var headers headerList
+	fs.Var(&headers, "header", "load: a header every request carries (Name: value; repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return errUsage
 	}
@@ -119,6 +126,15 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	switch kind {
+	case "load":
+		return m.loadTarget(ctx, *loadURL, *workers, *duration, headers)
+	case "origin":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		return server.Serve(ctx, ln, fixedPage(nil), quiet)
 	case "proxy":
 		target, err := url.Parse(*origin)
 		if err != nil || target.Host == "" {
@@ -185,14 +201,25 @@ type childTarget struct {
 	errs *childStderr
 }
 
+// headerList is a repeatable flag's values.
+type headerList []string
+
+func (h *headerList) String() string     { return strings.Join(*h, ", ") }
+func (h *headerList) Set(v string) error { *h = append(*h, v); return nil }
+
 // startChild starts this executable's bench-target with args and returns
 // once it listens.
 func startChild(ctx context.Context, args ...string) (*childTarget, error) {
+	return startChildOn(ctx, "", args...)
+}
+
+// startChildOn is startChild on the CPUs cpus (a taskset list; empty: any).
+func startChildOn(ctx context.Context, cpus string, args ...string) (*childTarget, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, append([]string{"bench-target"}, args...)...)
+	cmd := pinnedCommand(cpus, exe, append([]string{"bench-target"}, args...)...)
 	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

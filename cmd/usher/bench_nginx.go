@@ -50,6 +50,12 @@ type nginxProc struct {
 // prefix dir, until stop; it returns once every address in addrs
 // accepts connections.
 func startNginx(ctx context.Context, bin, dir, main string, log io.Writer, addrs ...string) (*nginxProc, error) {
+	return startNginxOn(ctx, "", bin, dir, main, log, addrs...)
+}
+
+// startNginxOn is startNginx on the CPUs cpus (a taskset list; empty:
+// any).
+func startNginxOn(ctx context.Context, cpus, bin, dir, main string, log io.Writer, addrs ...string) (*nginxProc, error) {
 	// Started as root, nginx's workers run as another user: they must be
 	// able to enter dir.
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -58,7 +64,7 @@ func startNginx(ctx context.Context, bin, dir, main string, log io.Writer, addrs
 	if out, err := exec.CommandContext(ctx, bin, "-t", "-q", "-p", dir, "-c", main).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("nginx -t: %v: %s", err, strings.TrimSpace(string(out)))
 	}
-	cmd := exec.Command(bin, "-p", dir, "-c", main, "-g", "daemon off; master_process on;")
+	cmd := pinnedCommand(cpus, bin, "-p", dir, "-c", main, "-g", "daemon off; master_process on;")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start nginx: %w", err)
@@ -182,8 +188,9 @@ type nginxBench struct {
 }
 
 // startNginxBench starts nginx (bin) in front of env's origin and usher,
-// with as many workers as there are CPUs.
-func startNginxBench(ctx context.Context, bin string, env *selfEnv) (*nginxBench, error) {
+// with as many workers as there are CPUs (one when pinned to cpus, a
+// taskset list).
+func startNginxBench(ctx context.Context, cpus, bin string, env *selfEnv) (*nginxBench, error) {
 	dir, err := os.MkdirTemp("", "usher-bench-nginx-")
 	if err != nil {
 		return nil, err
@@ -205,21 +212,25 @@ func startNginxBench(ctx context.Context, bin string, env *selfEnv) (*nginxBench
 	}
 	site, err := integrations.Recipe("nginx.conf", map[string]string{"{{LISTEN}}": usherAddr,
 		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{USHER_AUTH}}": env.authAddr,
-		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://")})
+		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://"), "{{AUTH_CACHE}}": filepath.Join(dir, "auth-cache")})
 	if err != nil {
 		return fail(err)
+	}
+	workers := runtime.NumCPU()
+	if cpus != "" {
+		workers = 1
 	}
 	sitePath, plainPath, mainPath := filepath.Join(dir, "usher-site.conf"), filepath.Join(dir, "plain.conf"), filepath.Join(dir, "nginx.conf")
 	for path, body := range map[string]string{
 		sitePath:  site,
 		plainPath: fmt.Sprintf(nginxPlainSite, plainAddr),
-		mainPath:  nginxMainConfig(dir, runtime.NumCPU(), false, sitePath, plainPath),
+		mainPath:  nginxMainConfig(dir, workers, false, sitePath, plainPath),
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			return fail(err)
 		}
 	}
-	p, err := startNginx(ctx, bin, dir, mainPath, io.Discard, plainAddr, usherAddr)
+	p, err := startNginxOn(ctx, cpus, bin, dir, mainPath, io.Discard, plainAddr, usherAddr)
 	if err != nil {
 		return fail(err)
 	}

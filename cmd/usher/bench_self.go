@@ -42,6 +42,9 @@ type selfEnv struct {
 	// usherProc is usher's process when it runs in its own
 	// (selfOptions.separate), nil when it runs in this one.
 	usherProc *childTarget
+	// originProc is the origin's process (selfOptions.originProc), nil
+	// when it runs in this one.
+	originProc *childTarget
 	// authAddr is usher's private forward-auth listener (host:port) when
 	// it runs in its own process, for nginx's recipe; empty otherwise.
 	authAddr string
@@ -81,6 +84,11 @@ type selfOptions struct {
 	// separate runs usher in a process of its own (embedded store only),
 	// so that its CPU time can be read apart from the load generator's.
 	separate bool
+	// originProc runs the origin in a process of its own (selfEnv.originProc;
+	// the fixed page only), and pin is the CPUs (a taskset list) of every
+	// process the environment starts, empty: any (usher bench --external).
+	originProc bool
+	pin        string
 }
 
 // selfConfig is the self environment's usher config: rooms (YAML of the
@@ -107,19 +115,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 	var wg sync.WaitGroup
 	var closers []func() error
 	env := &selfEnv{origin: bench.NewOrigin("bench shop")}
-	// Throughput is measured against a fixed 1 KB page, so that the
-	// origin's own work does not hide the proxies' (the sample shop
-	// renders templates); visitors of the flash crowd get the shop.
-	page := []byte(strings.Repeat("usher bench page. ", 57))
-	fixed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(bench.HeaderVisitor) != "" {
-			env.origin.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set(bench.HeaderOrigin, "1")
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(page)
-	})
+	fixed := fixedPage(env.origin)
 	quiet := slog.New(slog.DiscardHandler)
 	serve := func(h http.Handler) (string, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -146,15 +142,21 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		env.stop()
 		return nil, err
 	}
-	if env.originURL, err = serve(fixed); err != nil {
+	if opts.originProc {
+		if env.originProc, err = startChildOn(ctx, opts.pin, "origin"); err != nil {
+			return fail(err)
+		}
+		closers = append(closers, func() error { env.originProc.stop(); return nil })
+		env.originURL = env.originProc.url
+	} else if env.originURL, err = serve(fixed); err != nil {
 		return fail(err)
 	}
 	if opts.proxies {
-		if env.tuned, err = startChild(ctx, "proxy", "--origin", env.originURL); err != nil {
+		if env.tuned, err = startChildOn(ctx, opts.pin, "proxy", "--origin", env.originURL); err != nil {
 			return fail(err)
 		}
 		closers = append(closers, func() error { env.tuned.stop(); return nil })
-		if env.unpooled, err = startChild(ctx, "proxy", "--origin", env.originURL, "--unpooled"); err != nil {
+		if env.unpooled, err = startChildOn(ctx, opts.pin, "proxy", "--origin", env.originURL, "--unpooled"); err != nil {
 			return fail(err)
 		}
 		closers = append(closers, func() error { env.unpooled.stop(); return nil })
@@ -170,7 +172,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		if env.authAddr, err = freeLoopback(); err != nil {
 			return fail(err)
 		}
-		if env.usherProc, err = startChild(ctx, "usher", "--dir", filepath.Join(dir, "store"), "--rooms", roomsFile,
+		if env.usherProc, err = startChildOn(ctx, opts.pin, "usher", "--dir", filepath.Join(dir, "store"), "--rooms", roomsFile,
 			"--origin", env.originURL, "--trusted", strings.Join(opts.trusted, ","), "--forward-auth", env.authAddr); err != nil {
 			return fail(err)
 		}
@@ -281,6 +283,23 @@ func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log 
 	n.events.node += " " + ln.Addr().String()
 	n.background(ctx, wg, cfg, store, log)
 	return "http://" + ln.Addr().String(), n, nil
+}
+
+// fixedPage is the origin the throughput scenario measures: a fixed 1 KB
+// page, so that the origin's own work does not hide the proxies' (the
+// sample shop renders templates). Requests of a virtual visitor (the
+// flash crowd's) go to shop when it is not nil.
+func fixedPage(shop http.Handler) http.Handler {
+	page := []byte(strings.Repeat("usher bench page. ", 57))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if shop != nil && r.Header.Get(bench.HeaderVisitor) != "" {
+			shop.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set(bench.HeaderOrigin, "1")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(page)
+	})
 }
 
 // fromOrigin reports whether an answer came from the sample origin.

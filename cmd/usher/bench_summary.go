@@ -62,6 +62,13 @@ func benchWarnings(out any) []string {
 func writeThroughputSummary(w io.Writer, r *ThroughputResult) {
 	fmt.Fprintf(w, "Throughput, %d rounds of %s with %d requests in flight, usher on the %s store.\n",
 		r.Rounds, bench.Human(time.Duration(r.DurationS*float64(time.Second))), r.Workers, r.Store)
+	if r.Generator != "" && r.Generator != "in-process" {
+		pinned := "not pinned (no taskset, or one CPU)"
+		if r.ServerCPUs != "" {
+			pinned = fmt.Sprintf("pinned to CPU %s, every server to CPU %s", r.GeneratorCPUs, r.ServerCPUs)
+		}
+		fmt.Fprintf(w, "Measured from outside: the load generator (%s) in a process of its own, %s.\n", r.Generator, pinned)
+	}
 	// With --targets, only what was loaded is spoken of.
 	loaded := func(name string) bool { return len(r.Targets) == 0 || slices.Contains(r.Targets, name) }
 	type part struct {

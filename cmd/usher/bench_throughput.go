@@ -69,6 +69,14 @@ type ThroughputResult struct {
 
 	// Store is usher's store: "embedded", or "redis" with --redis.
 	Store string `json:"store"`
+	// Generator is what made the load: "in-process" (usher bench's own
+	// goroutines, sharing the CPUs with the servers), or with --external
+	// "wrk" or "go-process" (the Go generator in a process of its own).
+	// GeneratorCPUs and ServerCPUs are the CPUs it and every server were
+	// pinned to (taskset lists), empty when not pinned.
+	Generator     string `json:"generator"`
+	GeneratorCPUs string `json:"generator_cpus,omitempty"`
+	ServerCPUs    string `json:"server_cpus,omitempty"`
 	// On Redis, each usher target's requests served over the commands
 	// usher's store sent to Redis during its loads (redis.Store.Calls),
 	// all rounds together: a new visitor or a check-in needs one
@@ -98,9 +106,11 @@ type ThroughputResult struct {
 	// AdmittedVsNginxProxy usher's own (admitted visitor) over nginx's.
 	NginxUsherVsNginxProxy float64 `json:"nginx_usher_vs_nginx_proxy,omitempty"`
 	AdmittedVsNginxProxy   float64 `json:"admitted_vs_nginx_proxy,omitempty"`
-	// UsherCPUPerAuthUs is usher's own CPU time per forward-auth request
-	// (through nginx + usher), in microseconds, the median of the rounds;
-	// omitted when usher runs in the bench process (--redis).
+	// UsherCPUPerAuthUs is usher's own CPU time per request through
+	// nginx + usher, in microseconds, the median of the rounds: nginx
+	// keeps usher's answers for admitted visitors a few seconds, so most
+	// requests cost usher nothing. Omitted when usher runs in the bench
+	// process (--redis).
 	UsherCPUPerAuthUs float64 `json:"usher_cpu_per_auth_us,omitempty"`
 }
 
@@ -114,8 +124,9 @@ type Figure struct {
 	// CPUus is the CPU time (user and system, from /proc/<pid>/stat) the
 	// target's own server process spent per request, in microseconds, the
 	// median of the rounds: usher's for usher's targets, the reference
-	// proxy's, nginx's (master and workers). Omitted for the origin, and
-	// for usher when it runs in the bench process (--redis).
+	// proxy's, nginx's (master and workers), the origin's with --external.
+	// Omitted for the origin in the bench process, and for usher when it
+	// runs there (--redis).
 	CPUus float64 `json:"cpu_us_per_request,omitempty"`
 }
 
@@ -123,6 +134,14 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	nginxBin, _ := exec.LookPath("nginx")
 	opts := selfOptions{redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded,
 		proxies: true, separate: true}
+	var gen *externalGenerator
+	var pin pinning
+	if f.external {
+		pin = externalPinning()
+		opts.originProc, opts.pin = true, pin.servers
+		gen = &externalGenerator{cpus: pin.generator, workers: f.workers, threads: min(2, f.workers), dur: f.duration}
+		gen.wrk, _ = exec.LookPath("wrk")
+	}
 	if nginxBin != "" {
 		// nginx asks usher's forward auth from loopback.
 		opts.trusted = []string{"127.0.0.1/32"}
@@ -134,7 +153,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	defer env.stop()
 	var ngx *nginxBench
 	if nginxBin != "" {
-		if ngx, err = startNginxBench(ctx, nginxBin, env); err != nil {
+		if ngx, err = startNginxBench(ctx, pin.servers, nginxBin, env); err != nil {
 			return nil, fmt.Errorf("nginx targets: %w", err)
 		}
 		defer ngx.stop()
@@ -150,10 +169,6 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		}
 		resp.Body.Close()
 	}
-	isWaiting := func(r *http.Response) bool {
-		return r.StatusCode == http.StatusOK && r.Header.Get(bench.HeaderOrigin) == "" &&
-			strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
-	}
 	// cpu reads the CPU time of a target's server process so far; nil when
 	// it is not apart from this one.
 	type cpuFunc func() time.Duration
@@ -166,8 +181,12 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		cfg  bench.LoadConfig
 		cpu  cpuFunc
 	}
+	var originCPU cpuFunc
+	if env.originProc != nil {
+		originCPU = env.originProc.cpu
+	}
 	targets := []target{
-		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}, nil},
+		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}, originCPU},
 		{"proxy-tuned", bench.LoadConfig{URL: env.tuned.url + "/open", Expect: fromOrigin}, env.tuned.cpu},
 		{"proxy-unpooled", bench.LoadConfig{URL: env.unpooled.url + "/open", Expect: fromOrigin}, env.unpooled.cpu},
 		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}, usherCPU},
@@ -226,6 +245,14 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 				// Waiters check in with JSON, as apps do.
 				cfg.Transport = acceptJSON{cfg.Transport}
 			}
+			var ext externalLoad
+			if gen != nil {
+				// The visitor's cookie and a first answer, before the
+				// clocks start.
+				if ext, err = gen.prepare(ctx, cfg, strings.HasPrefix(tg.name, "checkin")); err != nil {
+					return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
+				}
+			}
 			var before int64
 			if env.redis != nil {
 				before = env.redis.Calls()
@@ -237,13 +264,18 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			if usherCPU != nil {
 				usherBefore = usherCPU()
 			}
-			res, err := bench.Load(ctx, cfg)
+			var res bench.LoadResult
+			if gen != nil {
+				res, err = gen.run(ctx, ext)
+			} else {
+				res, err = bench.Load(ctx, cfg)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
 			}
 			// Every request counts, the cookie visitors' first ones too.
 			n := float64(res.Requests + res.Errors)
-			if cfg.Cookies {
+			if cfg.Cookies && gen == nil {
 				n += float64(cfg.Workers)
 			}
 			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / max(n, 1) }
@@ -278,6 +310,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	res := &ThroughputResult{
 		Scenario:                "throughput",
 		Store:                   "embedded",
+		Generator:               "in-process",
 		Rounds:                  f.rounds,
 		Workers:                 f.workers,
 		DurationS:               f.duration.Seconds(),
@@ -293,6 +326,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		ProxyTunedVsOrigin:      ratio("proxy-tuned", "origin"),
 		AdmittedVsProxyUnpooled: ratio("admitted", "proxy-unpooled"),
 		Targets:                 f.targets,
+	}
+	if gen != nil {
+		res.Generator, res.GeneratorCPUs, res.ServerCPUs = gen.name(), pin.generator, pin.servers
 	}
 	if ngx != nil {
 		np, nu := fig("nginx-proxy"), fig("nginx-usher")
@@ -324,6 +360,12 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		res.CheckInRedisVsEmbedded = ratio("checkin", "checkin-embedded")
 	}
 	return res, nil
+}
+
+// isWaiting reports whether an answer is a waiter's JSON check-in.
+func isWaiting(r *http.Response) bool {
+	return r.StatusCode == http.StatusOK && r.Header.Get(bench.HeaderOrigin) == "" &&
+		strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
 }
 
 // acceptJSON adds Accept: application/json to every request.

@@ -175,15 +175,33 @@ func (rig *proxyRig) listenAddr() string { return strings.TrimPrefix(rig.proxyUR
 // placeholders filled in: {{LISTEN}} the proxy's address, {{USHER}}
 // usher's, {{USHER_AUTH}} usher's private forward-auth listener's,
 // {{ORIGIN}} the origin's, each host:port, and {{SITE}} the site's address
-// as Caddy takes it (http://host:port: no certificate).
+// as Caddy takes it (http://host:port: no certificate), {{AUTH_CACHE}}
+// nginx's cache directory for usher's answers, in the rig's directory.
 func (rig *proxyRig) recipe(t *testing.T, name string) string {
 	t.Helper()
 	s, err := integrations.Recipe(name, map[string]string{"{{LISTEN}}": rig.listenAddr(), "{{USHER}}": rig.usherAddr,
-		"{{USHER_AUTH}}": rig.authAddr, "{{ORIGIN}}": rig.originAddr, "{{SITE}}": rig.proxyURL})
+		"{{USHER_AUTH}}": rig.authAddr, "{{ORIGIN}}": rig.originAddr, "{{SITE}}": rig.proxyURL,
+		"{{AUTH_CACHE}}": rig.authCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// authCache returns a directory for nginx's cache of usher's answers,
+// {{AUTH_CACHE}}: one that nginx's workers, which run as another user when
+// nginx starts as root, can reach (a test's own directory is not).
+func (rig *proxyRig) authCache(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "usher-auth-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "cache")
 }
 
 // writeFile writes body to name in the rig's directory and returns its

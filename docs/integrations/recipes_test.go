@@ -13,7 +13,7 @@ import (
 // TestRecipesAreTheFiles: what the package gives is the file on disk, with
 // the placeholders filled, and a placeholder left unfilled is an error.
 func TestRecipesAreTheFiles(t *testing.T) {
-	vars := map[string]string{"{{LISTEN}}": "127.0.0.1:1", "{{USHER}}": "127.0.0.1:2", "{{USHER_AUTH}}": "127.0.0.1:4", "{{ORIGIN}}": "127.0.0.1:3", "{{SITE}}": "http://127.0.0.1:1"}
+	vars := map[string]string{"{{LISTEN}}": "127.0.0.1:1", "{{USHER}}": "127.0.0.1:2", "{{USHER_AUTH}}": "127.0.0.1:4", "{{ORIGIN}}": "127.0.0.1:3", "{{SITE}}": "http://127.0.0.1:1", "{{AUTH_CACHE}}": "/tmp/c"}
 	names := Names()
 	if len(names) < 4 {
 		t.Fatalf("recipes: %q", names)

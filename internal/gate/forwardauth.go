@@ -134,6 +134,9 @@ func (g *Gate) serveAuth(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(g.tokens.Header, tok)
 		}
 		w.Header().Set(OutcomeHeader, d.Outcome.String())
+		if len(w.Header()["Set-Cookie"]) == 0 {
+			setAuthCache(w, m, d)
+		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}
