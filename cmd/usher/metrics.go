@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usherhq/usher/internal/admin"
@@ -35,5 +37,21 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_renewals_late_total",
 			Help: "Session renewals the store answered too late to be sure the session's count had not lapsed first (later than the clock slack less the clocks' spread after the request): their sessions ran to the end they were counted to.",
 		}, func() float64 { return float64(e.LateRenewals()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "usher_renewals_owed",
+			Help: fmt.Sprintf("Session renewals this node let through while the store could not be reached and will replay once it answers (at most %d).", admission.MaxPendingRenewals),
+		}, func() float64 { return float64(e.PendingRenewals()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_replayed_total",
+			Help: "Owed session renewals made once the store answered again.",
+		}, func() float64 { return float64(e.ReplayedRenewals()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_owed_dropped_total",
+			Help: fmt.Sprintf("Owed session renewals dropped, the oldest first, because %d were owed already.", admission.MaxPendingRenewals),
+		}, func() float64 { bound, _ := e.DroppedRenewals(); return float64(bound) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_owed_expired_total",
+			Help: "Owed session renewals not replayed because the store answered only after the session's count may have lapsed.",
+		}, func() float64 { _, late := e.DroppedRenewals(); return float64(late) }),
 	)
 }
