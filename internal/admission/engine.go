@@ -769,8 +769,9 @@ func shuffledPlace(ev *usher.Event, r uint64) int64 {
 // holds a session its count does not cover (a node that dies mid-request
 // loses nothing but the renewal). If the store cannot be reached, the
 // session runs to its counted end, and the renewal is owed: made once the
-// store answers again, while that count holds (replay.go). ok is false when the store says the
-// session was ended (revoked): the visitor is then a new one.
+// store answers again, while that count holds (replay.go). ok is false
+// when the store says the session was ended (revoked): the visitor is
+// then a new one.
 func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t usher.Ticket, now time.Time, d usher.Decision) (_ usher.Decision, ok bool) {
 	d.Outcome = usher.Admit
 	d.Ticket = t
