@@ -329,29 +329,26 @@ func nodePartitioned(t *testing.T, checked bool) {
 	f := measureFault(t, fmt.Sprintf("node partitioned (balancer health checks: %v)", checked), tl, res, o.from, o.to)
 	t.Logf("during the partition the cut node's status endpoint answered %d; a browser admitted elsewhere: admitted %v; a new visitor: admitted %v (status %d); the node answered its status again %v after the partition healed",
 		o.downStatus, o.browserIn, o.newIn, o.newStatus, o.back.Sub(o.to).Round(time.Millisecond))
-	// The other nodes count exactly, but the partitioned node cannot
-	// record the activity of the sessions it lets through: a renewal it
-	// could not make leaves a session counted to its previous end while
-	// the visitor, seen later, holds it to a session after that. Once
-	// that earlier count ends, the other nodes may fill its place: over
-	// the active limit by at most the sessions whose last renewals fell
-	// on the cut node, until their visitors' sessions end (one session
-	// after the partition at most). Measured: 2 over for 5.7 s in all,
-	// 10 to 16 s after the heal; 1 over for 1.0 s, 9 to 10 s after it;
-	// 3 over for 4.0 s, 7 to 11 s after it; 2 over for 3.0 s, 9 to 13 s
-	// after it (docs/scaling.md, "Failure table"). The rate is counted
-	// exactly by the others.
-	// How far over: the sessions whose last requests the cut node
-	// served uncounted, of those ending within a session of the
-	// partition; with the balancer sending it one request in three, a
-	// third of the limit. Measured: 2, 1, 3 and 2 in four runs.
-	bound := e2eLimits.TotalActiveUsers / 3
-	if checked {
-		// The balancer stops sending to the cut node within a check
-		// (and the node's own breaker) of the cut: what it served
-		// uncounted before then is at most a renewal or two.
-		bound = 1
-	}
+	// The other nodes count exactly. The partitioned node lets the
+	// requests of running sessions through without the renewals they
+	// were due, so their counts would end before their visitors'
+	// sessions do and the other nodes give those places away: before the
+	// replay of owed renewals, over by 1-3 for 1.0-5.7 s in all, 7 to 16 s
+	// after the heal, in each of 4 runs. The node now owes those renewals
+	// and replays them as soon as Redis answers, each while the old count
+	// still holds (internal/admission/replay.go): measured 0 over in 4
+	// runs (docs/scaling.md, "Failure table"). What it cannot save is an
+	// owed renewal whose count lapses while the node is still cut off:
+	// here a session counted last before about 14 s into the run (15 s
+	// sessions, the partition healing at 30 s) whose visitor's last
+	// request fell on the cut node, which the room of this crowd
+	// (full from the first second, each visitor browsing 3-10 s) makes
+	// rare but possible: one is allowed. The rate is counted exactly by
+	// the others. Behind the health-checking balancer the bound is the
+	// same: it stops sending to the cut node within a check (and the
+	// node's own breaker) of the cut, and what the node served uncounted
+	// before then is at most a renewal or two, replayed at the heal.
+	const bound = 1
 	f.check(t, bound, 0)
 	if f.activeOver > 0 {
 		last := o.to.Add(e2eLimits.SessionDuration + 2*time.Second)

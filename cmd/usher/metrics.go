@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usherhq/usher/internal/admin"
@@ -39,5 +41,21 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_checkins_lapsed_total",
 			Help: "Waiters' check-ins decided after their waiting count had expired (the page came back later than its grace): later arrivals may have passed them meanwhile.",
 		}, func() float64 { return float64(e.LapsedCheckIns()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "usher_renewals_owed",
+			Help: fmt.Sprintf("Session renewals this node let through while the store could not be reached and will replay once it answers (at most %d).", admission.MaxPendingRenewals),
+		}, func() float64 { return float64(e.PendingRenewals()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_replayed_total",
+			Help: "Owed session renewals made once the store answered again.",
+		}, func() float64 { return float64(e.ReplayedRenewals()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_owed_dropped_total",
+			Help: fmt.Sprintf("Owed session renewals dropped, the oldest first, because %d were owed already.", admission.MaxPendingRenewals),
+		}, func() float64 { bound, _ := e.DroppedRenewals(); return float64(bound) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "usher_renewals_owed_expired_total",
+			Help: "Owed session renewals not replayed because the store answered only after the session's count may have lapsed.",
+		}, func() float64 { _, late := e.DroppedRenewals(); return float64(late) }),
 	)
 }

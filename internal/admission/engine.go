@@ -116,6 +116,9 @@ type Engine struct {
 	// lapsedIns counts check-ins of waiters whose waiting count had
 	// expired by their decision.
 	lapsedIns atomic.Int64
+	// pending are the renewals owed while the store was unreachable
+	// (replay.go).
+	pending pendingRenewals
 	// noServing leaves the serving counter out of estimates (tests).
 	noServing bool
 	draws     draws // verifiable draws read from the store (draw.go)
@@ -148,6 +151,7 @@ func New(store usher.Store, opts Options) *Engine {
 	e := &Engine{store: store, opts: opts, rng: rng}
 	e.brk.log = opts.Logger
 	e.brk.onChange = opts.OnBreaker
+	e.brk.onOK = e.replaySoon
 	e.SetCellSlack(opts.CellSlack)
 	e.spread.Store(-1)
 	return e
@@ -327,7 +331,10 @@ func (e *Engine) Decide(ctx context.Context, room *usher.Room, v usher.Visit) (u
 	}
 	// A session that has ended: the visitor is a new one, and the end is
 	// told once (the store says which request is first).
-	ended := e.lapse(ctx, room, t, ses, v.Now)
+	ended, rec := e.lapse(ctx, room, t, ses, v.Now)
+	if d, ok, err := e.resume(ctx, room, v, rec); ok {
+		return d, err
+	}
 	v.Ticket = nil
 	d, err := e.decide(ctx, room, v, usher.Session{})
 	d.SessionEnded = ended && err == nil
@@ -810,21 +817,29 @@ func shuffledPlace(ev *usher.Event, r uint64) int64 {
 // cell first, and only then is the ticket re-sealed, so no ticket ever
 // holds a session its count does not cover (a node that dies mid-request
 // loses nothing but the renewal). If the store cannot be reached, the
-// session runs to its counted end. ok is false when the store says the
-// session was ended (revoked): the visitor is then a new one.
+// session runs to its counted end, and the renewal is owed: made once the
+// store answers again, while that count holds (replay.go). ok is false
+// when the store says the session was ended (revoked): the visitor is
+// then a new one.
 func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t usher.Ticket, now time.Time, d usher.Decision) (_ usher.Decision, ok bool) {
 	d.Outcome = usher.Admit
 	d.Ticket = t
-	if ses.RenewTo.IsZero() || !e.brk.allow(now) {
+	if ses.RenewTo.IsZero() {
 		return d, true
 	}
 	next := t
 	next.CountedAt = countedAfter(now, t.CountedAt)
 	next.Until, next.Cell = e.end(&d.Settings, now)
-	res, err := e.store.Renew(ctx, room, usher.RenewOp{
+	op := usher.RenewOp{
 		Now: now, Visitor: t.VisitorID, From: usher.Cell{Exp: t.Cell, At: t.CountedAt},
 		To: next.Cell, Counted: next.CountedAt, Keep: next.Cell, By: e.renewBy(t.Cell),
-	})
+	}
+	if !e.brk.allow(now) {
+		// Owed: made once the store answers again (replay.go).
+		e.owe(room, op, now)
+		return d, true
+	}
+	res, err := e.store.Renew(ctx, room, op)
 	late := errors.Is(err, usher.ErrRenewLate)
 	if late {
 		// Slow or down, it does not say: other calls will.
@@ -838,6 +853,9 @@ func (e *Engine) keep(ctx context.Context, room string, ses usher.Session, t ush
 		e.late.Add(1)
 	case err != nil:
 		e.opts.Logger.Warn("session not renewed", "room", room, "err", err)
+		if usher.ErrorCode(err) == usher.EUnavailable {
+			e.owe(room, op, now)
+		}
 	case res.Replay && res.Record.Admitted && res.Record.Cell == 0:
 		return d, false // the session was ended (revoked)
 	case res.Replay:

@@ -26,6 +26,7 @@ type breaker struct {
 	down     bool // the store is considered unavailable (logged once)
 	log      *slog.Logger
 	onChange func(open bool, err error) // Options.OnBreaker
+	onOK     func(now time.Time)        // after every call that succeeded
 
 	failModeDecisions atomic.Int64
 	storeErrors       atomic.Int64
@@ -50,6 +51,9 @@ func (b *breaker) allow(now time.Time) bool {
 func (b *breaker) result(now time.Time, err error) {
 	if changed, open := b.record(now, err); changed && b.onChange != nil {
 		b.onChange(open, err)
+	}
+	if err == nil && b.onOK != nil {
+		b.onOK(now)
 	}
 }
 

@@ -54,21 +54,22 @@ const EndedWindow = time.Hour
 // the first to tell it (the Ended observation is then made): once per
 // session, on any node, and never for a revoked session (the revocation
 // told its end) nor for a session another ticket of the visitor renewed.
-// A store that cannot be reached tells nothing.
-func (e *Engine) lapse(ctx context.Context, room *usher.Room, t *usher.Ticket, ses usher.Session, now time.Time) bool {
+// A store that cannot be reached tells nothing. rec is the store's record
+// of the visitor when it says the session was not ended by this request.
+func (e *Engine) lapse(ctx context.Context, room *usher.Room, t *usher.Ticket, ses usher.Session, now time.Time) (ended bool, rec usher.Record) {
 	if ses.End.IsZero() || now.Sub(ses.End) > EndedWindow || e.revoked.has(t.VisitorID, now) || !e.brk.allow(now) {
-		return false
+		return false, usher.Record{}
 	}
 	res, err := e.store.Renew(ctx, room.ID, usher.RenewOp{Now: now, Visitor: t.VisitorID, Lapsed: true,
 		Counted: now.Truncate(time.Millisecond), Keep: ses.End.Add(EndedWindow).Unix() + 1})
 	e.brk.result(now, err)
 	if err != nil {
 		e.opts.Logger.Warn("session end not recorded", "room", room.ID, "err", err)
-		return false
+		return false, usher.Record{}
 	}
 	if res.Replay {
-		return false
+		return false, res.Record
 	}
 	e.observeEnded(room.ID, t, now)
-	return true
+	return true, usher.Record{}
 }
