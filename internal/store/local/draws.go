@@ -20,13 +20,27 @@ type drawSeed struct {
 	keep time.Time
 }
 
-// drawSet is a draw's entries.
+// drawSet is a draw's entries. unsaved are those not yet in the file:
+// entries are written behind, with the waiting check-ins (saveDraws), so
+// a kill -9 loses at most the last FlushInterval's (and those visitors
+// find themselves missing from the published order, the others' order
+// unchanged), never a seed.
 type drawSet struct {
 	entries map[string]struct{}
 	keep    time.Time
+	unsaved [][]byte
 }
 
-var bucketDraws = []byte("draws")
+var (
+	bucketDraws       = []byte("draws")
+	bucketDrawEntries = []byte("draw-entries")
+)
+
+// drawEntryKey is an entry's key in bucketDrawEntries: the draw's key, a
+// zero byte, the entry.
+func drawEntryKey(k drawKey, entry []byte) []byte {
+	return append(append(drawDBKey(k), 0), entry...)
+}
 
 func drawDBKey(k drawKey) []byte { return append(append([]byte(k.room), 0), k.id...) }
 
@@ -93,8 +107,8 @@ func (s *Store) loadDraws(tx *bolt.Tx, now time.Time) error {
 	return nil
 }
 
-// AddDrawEntry implements usher.Store: in memory (a node that restarts
-// forgets the entries of its draws, not their seeds).
+// AddDrawEntry implements usher.Store: in memory at once, in the file
+// within FlushInterval (saveDraws).
 func (s *Store) AddDrawEntry(_ context.Context, room, id string, entry []byte, keep time.Time) error {
 	now := s.opts.Now()
 	k := drawKey{room, id}
@@ -113,7 +127,10 @@ func (s *Store) AddDrawEntry(_ context.Context, room, id string, entry []byte, k
 	if _, ok := d.entries[string(entry)]; !ok && len(d.entries) >= usher.MaxDrawEntries {
 		return usher.Errorf(usher.EUnavailable, "draw %s of room %s: %d entries, refusing more", id, room, len(d.entries))
 	}
-	d.entries[string(entry)] = struct{}{}
+	if _, ok := d.entries[string(entry)]; !ok {
+		d.entries[string(entry)] = struct{}{}
+		d.unsaved = append(d.unsaved, bytes.Clone(entry))
+	}
 	if keep.After(d.keep) {
 		d.keep = keep
 	}
@@ -134,4 +151,102 @@ func (s *Store) DrawEntries(_ context.Context, room, id string) ([][]byte, error
 		out = append(out, []byte(e))
 	}
 	return out, nil
+}
+
+// saveDraws writes the entries added since the last call to the file,
+// each with its draw's keep time, and deletes the entries of draws past
+// theirs. It is called with every flush (flushLoop, Close).
+func (s *Store) saveDraws(now time.Time) error {
+	if s.db == nil {
+		return nil
+	}
+	type rec struct {
+		key  []byte
+		keep time.Time
+	}
+	var add []rec
+	s.drawMu.Lock()
+	for k, d := range s.drawSets {
+		for _, e := range d.unsaved {
+			add = append(add, rec{drawEntryKey(k, e), d.keep})
+		}
+		d.unsaved = nil
+	}
+	s.drawMu.Unlock()
+	sweep := now.Sub(s.drawsSwept) >= time.Minute
+	if len(add) == 0 && !sweep {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketDrawEntries)
+		if err != nil {
+			return err
+		}
+		for _, r := range add {
+			if err := b.Put(r.key, binary.BigEndian.AppendUint64(nil, uint64(r.keep.Unix()))); err != nil {
+				return err
+			}
+		}
+		if sweep {
+			return deleteStaleEntries(b, now)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save draw entries: %w", err)
+	}
+	if sweep {
+		s.drawsSwept = now
+	}
+	return nil
+}
+
+// deleteStaleEntries deletes the entries whose keep time is past.
+func deleteStaleEntries(b *bolt.Bucket, now time.Time) error {
+	var stale [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if len(v) != 8 || !now.Before(time.Unix(int64(binary.BigEndian.Uint64(v)), 0)) {
+			stale = append(stale, bytes.Clone(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadDrawEntries reads the kept entries of draws not yet past their
+// keep time.
+func (s *Store) loadDrawEntries(tx *bolt.Tx, now time.Time) error {
+	b, err := tx.CreateBucketIfNotExists(bucketDrawEntries)
+	if err != nil {
+		return err
+	}
+	if err := deleteStaleEntries(b, now); err != nil {
+		return err
+	}
+	return b.ForEach(func(k, v []byte) error {
+		room, rest, ok1 := bytes.Cut(k, []byte{0})
+		id, entry, ok2 := bytes.Cut(rest, []byte{0})
+		if !ok1 || !ok2 || len(v) != 8 {
+			return fmt.Errorf("draw entry record of %d bytes, key of %d", len(v), len(k))
+		}
+		dk := drawKey{string(room), string(id)}
+		d := s.drawSets[dk]
+		if d == nil {
+			d = &drawSet{entries: map[string]struct{}{}}
+			s.drawSets[dk] = d
+		}
+		d.entries[string(entry)] = struct{}{}
+		if keep := time.Unix(int64(binary.BigEndian.Uint64(v)), 0); keep.After(d.keep) {
+			d.keep = keep
+		}
+		return nil
+	})
 }

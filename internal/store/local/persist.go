@@ -143,6 +143,9 @@ func (s *Store) load(gens []uint64) error {
 		if err := s.loadDraws(tx, now); err != nil {
 			return fmt.Errorf("draws: %w", err)
 		}
+		if err := s.loadDrawEntries(tx, now); err != nil {
+			return fmt.Errorf("draw entries: %w", err)
+		}
 		var spans []storedSpan
 		if v := meta.Get(keyLossy); v != nil {
 			if err := json.Unmarshal(v, &spans); err != nil {
@@ -222,6 +225,9 @@ func (s *Store) flushLoop() {
 			return
 		case <-t.C:
 			if err := s.flush(false); err != nil {
+				s.opts.Logger.Error("embedded store flush failed", "path", s.opts.Path, "err", err)
+			}
+			if err := s.saveDraws(s.opts.Now()); err != nil {
 				s.opts.Logger.Error("embedded store flush failed", "path", s.opts.Path, "err", err)
 			}
 		}

@@ -81,7 +81,10 @@ type Store struct {
 
 	drawMu    sync.Mutex           // guards drawSeeds and drawSets (draws.go)
 	drawSeeds map[drawKey]drawSeed // verifiable draws' seeds, kept in the file
-	drawSets  map[drawKey]*drawSet // their entries, in memory
+	drawSets  map[drawKey]*drawSet // their entries, written behind
+	// drawsSwept is when saveDraws last deleted stale entries; guarded by
+	// the flush loop (and Close, after it).
+	drawsSwept time.Time
 
 	flushMu sync.Mutex // one flush at a time; guards wal
 	wal     *wal       // the log appended to (wal.go)
@@ -331,6 +334,9 @@ func (s *Store) Close() error {
 		<-s.done
 		<-s.compactDone
 		err = s.flush(true)
+		if derr := s.saveDraws(s.opts.Now()); err == nil {
+			err = derr
+		}
 		if cerr := s.db.Close(); err == nil {
 			err = cerr
 		}
