@@ -254,7 +254,7 @@ func TestE2EAdversaryFailOpenFloodMemory(t *testing.T) {
     client_limit:
       new_visitors_per_minute: 5
 `, "sale")
-	rd.Stop()
+	rd.Kill()
 	url := n.url("/buy")
 	rt := advTransport()
 	defer rt.CloseIdleConnections()

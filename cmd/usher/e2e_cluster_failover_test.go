@@ -43,7 +43,7 @@ func TestE2EFaultClusterMasterKilled(t *testing.T) {
 		}
 		o.killed = m.Addr()
 		o.from = time.Now()
-		m.Stop()
+		m.Kill()
 		for deadline := o.from.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			if n := rc.MasterOf(roomKey); n != nil && rc.Healthy(3) {
 				o.to = time.Now()

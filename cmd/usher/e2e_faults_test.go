@@ -438,7 +438,7 @@ func redisRestart(t *testing.T, rd *redistest.Server, activeBound, rateBound int
 		var o outcome
 		time.Sleep(10 * time.Second)
 		o.from = time.Now()
-		rd.Stop()
+		rd.Kill()
 		time.Sleep(3 * time.Second)
 		o.err = rd.Restart()
 		o.to = time.Now()

@@ -182,7 +182,7 @@ func TestE2EKillOneNode(t *testing.T) {
 func outage(rd *redistest.Server) (from, to time.Time) {
 	time.Sleep(25 * time.Second)
 	from = time.Now()
-	rd.Stop()
+	rd.Kill()
 	time.Sleep(10 * time.Second)
 	rd.Start()
 	return from, time.Now()

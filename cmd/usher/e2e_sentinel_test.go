@@ -109,7 +109,7 @@ func sentinelFailover(t *testing.T, wait, lostBound, rateBound int) {
 	joined := make(chan time.Time, 1) // the old primary online as a replica
 	go func() {
 		time.Sleep(killAt)
-		f.Primary.Stop()
+		f.Primary.Kill()
 		killed <- time.Now()
 		// Once the replica is promoted, the old primary comes back (a
 		// supervisor restarts it) and the sentinels make it a replica:

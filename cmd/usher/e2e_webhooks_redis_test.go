@@ -92,7 +92,7 @@ func TestE2EWebhooksRedis(t *testing.T) {
 	}
 
 	// The store goes away: each node's breaker opens.
-	rd.Stop()
+	rd.Kill()
 	nodes := func(typ string) map[string]bool {
 		out := map[string]bool{}
 		rc.mu.Lock()

@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -77,5 +79,34 @@ func TestServesSlot(t *testing.T) {
 	replica := "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@31001 slave 07c37dfeb235213a872192d90877d0cd55635b91 0 1426238316232 1 connected"
 	if servesSlot(replica, "0") {
 		t.Error("a replica's line serves no slot")
+	}
+}
+
+// TestKillHoldsThePort: a server killed mid-test keeps its port from
+// anyone else (on Linux) while a client that dials it is refused, and
+// starts again on it.
+func TestKillHoldsThePort(t *testing.T) {
+	s := StartServer(t)
+	s.Do("SET", "k", "v")
+	s.Kill()
+	if c, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
+		c.Close()
+		t.Fatal("a killed server's port accepted a connection")
+	}
+	if runtime.GOOS == "linux" {
+		if ln, err := net.Listen("tcp", s.Addr()); err == nil {
+			ln.Close()
+			t.Fatal("another listener took a killed server's port")
+		}
+	}
+	s.Start()
+	if got := s.Do("PING"); got != "PONG" {
+		t.Fatalf("PING after the restart: %q", got)
+	}
+	s.Stop()
+	if ln, err := net.Listen("tcp", s.Addr()); err != nil {
+		t.Fatalf("the port of a stopped server is still held: %v", err)
+	} else {
+		ln.Close()
 	}
 }

@@ -34,6 +34,8 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// release frees the port Kill holds while the server is down.
+	release func()
 }
 
 // StartServer starts a redis-server on a free loopback port and stops it
@@ -83,6 +85,10 @@ func (s *Server) start() error {
 	if s.cmd != nil {
 		return errors.New("server already running")
 	}
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
 	logPath := filepath.Join(s.dir, "redis.log")
 	var args []string
 	if s.conf != "" {
@@ -122,11 +128,39 @@ func (s *Server) start() error {
 	return nil
 }
 
-// Stop kills the server (as a crash would) and waits for it to exit.
-// Stop on a stopped server does nothing.
+// Stop kills the server (as a crash would) and waits for it to exit,
+// leaving its port free. Stop on a stopped server frees the port if Kill
+// held it.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.killLocked()
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+}
+
+// Kill kills the server (SIGKILL, as a crash would) and waits for it to
+// exit, and holds its port until Start (or Stop) while it is down: a
+// client that dials it is refused, and no server another test starts
+// meanwhile can take the port. (One did: a redis-server of a parallel
+// test on a killed primary's port was made a replica by that test's
+// sentinels, or this test's sentinels made it theirs, and one of the two
+// lost its data.) Use Kill for a server killed mid-test and started
+// again; Stop is for the end.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+	if s.release == nil {
+		if release, err := holdPort(s.port); err == nil {
+			s.release = release
+		}
+	}
+}
+
+func (s *Server) killLocked() {
 	if s.cmd == nil {
 		return
 	}
