@@ -51,6 +51,7 @@ func (s *Store) SaveDrawSeed(_ context.Context, room, id string, seed []byte, ke
 	k := drawKey{room, id}
 	s.drawMu.Lock()
 	defer s.drawMu.Unlock()
+	s.sawDrawTime(now)
 	if d, ok := s.drawSeeds[k]; ok && now.Before(d.keep) {
 		return bytes.Clone(d.seed), nil
 	}
@@ -114,6 +115,7 @@ func (s *Store) AddDrawEntry(_ context.Context, room, id string, entry []byte, k
 	k := drawKey{room, id}
 	s.drawMu.Lock()
 	defer s.drawMu.Unlock()
+	s.sawDrawTime(now)
 	d := s.drawSets[k]
 	if d == nil || !now.Before(d.keep) {
 		for k2, d2 := range s.drawSets {
@@ -155,8 +157,11 @@ func (s *Store) DrawEntries(_ context.Context, room, id string) ([][]byte, error
 
 // saveDraws writes the entries added since the last call to the file,
 // each with its draw's keep time, and deletes the entries of draws past
-// theirs. It is called with every flush (flushLoop, Close).
-func (s *Store) saveDraws(now time.Time) error {
+// theirs. It is called with every flush (flushLoop, Close). Its time is
+// the latest the store's draw calls were made at (drawNow), never the
+// clock's: the flush loop must not call Options.Now, which tests drive
+// from their own goroutine.
+func (s *Store) saveDraws() error {
 	if s.db == nil {
 		return nil
 	}
@@ -166,6 +171,11 @@ func (s *Store) saveDraws(now time.Time) error {
 	}
 	var add []rec
 	s.drawMu.Lock()
+	now := s.drawNow
+	if now.IsZero() {
+		s.drawMu.Unlock()
+		return nil // no draw call in this run: nothing to save or sweep
+	}
 	for k, d := range s.drawSets {
 		for _, e := range d.unsaved {
 			add = append(add, rec{drawEntryKey(k, e), d.keep})
@@ -249,4 +259,12 @@ func (s *Store) loadDrawEntries(tx *bolt.Tx, now time.Time) error {
 		}
 		return nil
 	})
+}
+
+// sawDrawTime records now as the latest time of a draw call (saveDraws
+// sweeps by it). drawMu must be held.
+func (s *Store) sawDrawTime(now time.Time) {
+	if now.After(s.drawNow) {
+		s.drawNow = now
+	}
 }

@@ -46,7 +46,7 @@ func TestDrawEntriesSurviveRestart(t *testing.T) {
 		add(a, n)
 	}
 	add(a, 1) // a set: once
-	if err := a.saveDraws(t0); err != nil {
+	if err := a.saveDraws(); err != nil {
 		t.Fatal(err)
 	}
 	add(a, 3) // after the last flush

@@ -227,7 +227,7 @@ func (s *Store) flushLoop() {
 			if err := s.flush(false); err != nil {
 				s.opts.Logger.Error("embedded store flush failed", "path", s.opts.Path, "err", err)
 			}
-			if err := s.saveDraws(s.opts.Now()); err != nil {
+			if err := s.saveDraws(); err != nil {
 				s.opts.Logger.Error("embedded store flush failed", "path", s.opts.Path, "err", err)
 			}
 		}

@@ -83,8 +83,10 @@ type Store struct {
 	drawSeeds map[drawKey]drawSeed // verifiable draws' seeds, kept in the file
 	drawSets  map[drawKey]*drawSet // their entries, written behind
 	// drawsSwept is when saveDraws last deleted stale entries; guarded by
-	// the flush loop (and Close, after it).
+	// the flush loop (and Close, after it). drawNow is the latest time a
+	// draw call was made at; guarded by drawMu.
 	drawsSwept time.Time
+	drawNow    time.Time
 
 	flushMu sync.Mutex // one flush at a time; guards wal
 	wal     *wal       // the log appended to (wal.go)
@@ -334,7 +336,7 @@ func (s *Store) Close() error {
 		<-s.done
 		<-s.compactDone
 		err = s.flush(true)
-		if derr := s.saveDraws(s.opts.Now()); err == nil {
+		if derr := s.saveDraws(); err == nil {
 			err = derr
 		}
 		if cerr := s.db.Close(); err == nil {
