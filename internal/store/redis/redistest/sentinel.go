@@ -192,6 +192,37 @@ func (f *Failover) WaitPrimary(within time.Duration) (addr string, promoted bool
 	return addr, addr == f.Replica.Addr()
 }
 
+// WaitReplicated waits until the replica has everything the primary has
+// written so far (its replication offset at least the primary's), and
+// fails the test after within. (A WAIT sent on a connection of its own
+// does not do this: it counts the replicas that acknowledged that
+// connection's own writes, none, so it returns at once.)
+func (f *Failover) WaitReplicated(within time.Duration) {
+	f.Primary.t.Helper()
+	want := pairsColon(f.Primary.Do("INFO", "replication"))["master_repl_offset"]
+	f.wait(f.Primary.t, within, "replica caught up with the primary", func() (bool, string) {
+		info, err := do(f.Replica.Addr(), "INFO", "replication")
+		if err != nil {
+			return false, err.Error()
+		}
+		got := pairsColon(info)["slave_repl_offset"]
+		w, _ := strconv.ParseInt(want, 10, 64)
+		g, err := strconv.ParseInt(got, 10, 64)
+		return err == nil && g >= w, fmt.Sprintf("replica at offset %s, primary at %s", got, want)
+	})
+}
+
+// pairsColon reads an INFO reply's name:value lines.
+func pairsColon(info string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // FailoverEvents returns the lines of the sentinels' logs that record a
 // change of the primary's state (down, elected, switched), oldest first
 // per sentinel: what a test logs to show which failovers happened.
