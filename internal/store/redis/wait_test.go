@@ -21,6 +21,14 @@ import (
 func TestWaitReplicas(t *testing.T) {
 	primary := redistest.StartServer(t)
 	replica := redistest.StartReplica(t, primary)
+	// WAIT counts only the replicas the primary sees online, which can
+	// come a moment after the replica sees its link up: a clean run under
+	// -race once failed the first admission here.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(primary.Do("INFO", "replication"), "state=online"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary does not see its replica online: %s", primary.Do("INFO", "replication"))
+		}
+	}
 	// WAIT waits up to half the timeout: 750 ms, which a replica on
 	// loopback meets with room to spare even on a loaded machine (at
 	// 400 ms, a clean run of the suite once saw the first admission's
