@@ -21,11 +21,15 @@ var (
 	peekLua string
 	//go:embed scripts/stats.lua
 	statsLua string
+	//go:embed scripts/view.lua
+	viewLua string
+	//go:embed scripts/moves.lua
+	movesLua string
 )
 
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
-	admit, renew, peek, stats source
+	admit, renew, peek, stats, view, moves source
 }
 
 func newScripts() scripts {
@@ -33,6 +37,8 @@ func newScripts() scripts {
 		admit: newSource(commonLua + roomLua + admitLua),
 		renew: newSource(commonLua + roomLua + renewLua),
 		peek:  newSource(commonLua + roomLua + peekLua),
+		view:  newSource(commonLua + roomLua + viewLua),
+		moves: newSource(commonLua + roomLua + movesLua),
 		stats: source{readOnly: true, text: commonLua + statsLua, sha: sha(commonLua + statsLua)},
 	}
 }

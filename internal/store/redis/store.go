@@ -67,6 +67,9 @@ type Options struct {
 	// AuditKeep is how many audit records are kept (zero:
 	// usher.AuditKeep).
 	AuditKeep int
+	// FarBack configures check-ins far back in a line: answered from the
+	// node's view of the room and applied in batches (see farback.go).
+	FarBack FarBack
 }
 
 // Store is the shared store. It is safe for concurrent use.
@@ -79,6 +82,8 @@ type Store struct {
 
 	mu    sync.Mutex
 	rooms map[string]seen
+
+	far *farBack
 }
 
 // seen is what a Store remembers of a room: its keys, and what it takes to
@@ -120,7 +125,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fail("open", err)
 	}
-	s := &Store{opts: opts, scripts: newScripts(), rooms: map[string]seen{}}
+	s := &Store{opts: opts, scripts: newScripts(), rooms: map[string]seen{}, far: newFarBack(opts.FarBack)}
 	client := counting{vc, &s.calls}
 	s.client = client
 	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -129,17 +134,31 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		client.Close()
 		return nil, fail("open", err)
 	}
+	if !s.far.opts.Off && !s.far.opts.Manual {
+		go s.flushLoop()
+	} else {
+		close(s.far.done)
+	}
 	return s, nil
 }
 
 // Close closes the connections. Close after Close does nothing.
 func (s *Store) Close() error {
-	s.closed.Do(s.client.Close)
+	s.closed.Do(func() {
+		close(s.far.stop)
+		<-s.far.done
+		s.client.Close()
+	})
 	return nil
 }
 
-// Admit implements usher.Store with one script call.
+// Admit implements usher.Store with one script call, except for a
+// check-in far back in the line, which is answered from the node's view of
+// the room and applied in a batch (see farback.go).
 func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher.AdmitResult, error) {
+	if res, ok := s.farAdmit(ctx, room, &op); ok {
+		return res, nil
+	}
 	rk, vp, known := s.room(room, op.Now)
 	keys := append(append(append(make([]string, 0, len(rk)+1), rk[:5]...), visitorKey(vp, op.Visitor)), rk[5:]...)
 	args := writeArgs(make([]string, 0, 40), op.Now, known, &s.opts)
@@ -239,6 +258,9 @@ func (s *Store) Renew(ctx context.Context, room string, op usher.RenewOp) (usher
 // Peek implements usher.Store with one script call; a room Redis does not
 // hold is not created.
 func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int64) (int64, usher.RoomStats, error) {
+	if ahead, st, ok := s.farPeek(ctx, room, now, bucket); ok {
+		return ahead, st, nil
+	}
 	rk, _, known := s.room(room, now)
 	args := writeArgs(make([]string, 0, 6), now, known, &s.opts)
 	args = append(args, itoa(bucket))

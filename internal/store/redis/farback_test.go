@@ -1,0 +1,104 @@
+package redis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher"
+	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/store/redis"
+	"github.com/usherhq/usher/internal/store/redis/redistest"
+)
+
+// TestFarBackCopiedTicket: a waiter far back whose ticket is copied checks
+// in on two nodes at once. Both are answered from the nodes' views without
+// a call of their own, and the batches apply one move and find the other
+// a replay: the line counts the waiter once, and the copy's next check-in
+// gains nothing either.
+func TestFarBackCopiedTicket(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	pfx := prefix(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	var stores [2]*redis.Store
+	var engines [2]*admission.Engine
+	for i := range stores {
+		stores[i] = mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: pfx, FarBack: redis.FarBack{Manual: true}})
+		engines[i] = admission.New(stores[i], admission.Options{Now: clock})
+	}
+	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
+		TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: time.Hour,
+		RefreshInterval: 5 * time.Minute, MaxRefreshInterval: 5 * time.Minute, QueueingMethod: usher.FIFO,
+	}}
+	decide := func(node int, tk *usher.Ticket) usher.Decision {
+		t.Helper()
+		d, err := engines[node].Decide(ctx, &room, usher.Visit{Ticket: tk, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// One visitor in, then a line of 20, five a second.
+	if d := decide(0, nil); d.Outcome != usher.Admit {
+		t.Fatalf("first visitor: %v", d.Outcome)
+	}
+	var line []usher.Ticket
+	for range 20 {
+		now = now.Add(200 * time.Millisecond)
+		d := decide(0, nil)
+		if d.Outcome != usher.Wait {
+			t.Fatalf("a newcomer: %v", d.Outcome)
+		}
+		line = append(line, d.Ticket)
+	}
+	last := line[len(line)-1]
+	place := last.Position // 16: the 15 of earlier seconds are ahead
+	if place < 16 {
+		t.Fatalf("the last newcomer is at %d, want 16 or more", place)
+	}
+	now = last.NextCheckIn
+	calls := stores[0].Calls() + stores[1].Calls()
+	a, b := decide(0, &last), decide(1, &last) // the ticket and its copy
+	for _, d := range []usher.Decision{a, b} {
+		if d.Outcome != usher.Wait || d.Position != place {
+			t.Fatalf("far-back check-in: %v at position %d, want wait at %d", d.Outcome, d.Position, place)
+		}
+	}
+	viewReads := stores[0].FarBackStats().Views + stores[1].FarBackStats().Views
+	answered := stores[0].FarBackStats().Answered + stores[1].FarBackStats().Answered
+	// Besides the view reads, at most the view script's first load (EVAL
+	// after EVALSHA found it missing).
+	if got := stores[0].Calls() + stores[1].Calls() - calls; answered != 2 || got > viewReads+1 {
+		t.Fatalf("two far-back check-ins: %d answered from views, %d calls for %d view reads", answered, got, viewReads)
+	}
+	stores[1].FlushMoves(ctx)
+	stores[0].FlushMoves(ctx)
+	moved := stores[0].FarBackStats().Moved + stores[1].FarBackStats().Moved
+	replays := stores[0].FarBackStats().Replays + stores[1].FarBackStats().Replays
+	if moved != 1 || replays != 1 {
+		t.Fatalf("the batches moved %d and found %d replays, want 1 and 1", moved, replays)
+	}
+	st, err := stores[0].Stats(ctx, room.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Waiting != 20 {
+		t.Fatalf("%d waiting after a copied check-in, want 20", st.Waiting)
+	}
+	// Both answers' tickets check in again, when everyone else's count has
+	// lapsed (they never checked in): one count, at the front.
+	now = a.Ticket.NextCheckIn
+	ta, tb := a.Ticket, b.Ticket
+	da, db := decide(0, &ta), decide(1, &tb)
+	stores[0].FlushMoves(ctx)
+	stores[1].FlushMoves(ctx)
+	if st, err = stores[0].Stats(ctx, room.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	if st.Waiting != 1 || da.Position != 1 || db.Position != 1 {
+		t.Fatalf("after the copies' next check-ins: %d waiting, positions %d and %d; want 1, 1, 1", st.Waiting, da.Position, db.Position)
+	}
+}

@@ -1,0 +1,55 @@
+-- moves.lua: waiters' check-ins far back in the line, answered by a node
+-- from its view of the room and applied here later, many in one call (see
+-- farback.go). Each moves a waiter's count to its new cell as admit.lua
+-- does for a check-in that is not admitted, with the same record checks:
+-- a ticket older than the visitor's record (a copy, a replay), or any
+-- ticket of an admitted visitor, changes nothing.
+--
+-- KEYS 6-: the visitors' record keys, one a move.
+-- ARGV 6-: per move, 8 values: bucket, from exp (0: none), from at (ms),
+-- waiting exp, counted (ms), keep (unix s), take over (ms; 0: never),
+-- take over cell (0: any).
+--
+-- Returns {applied, replays, born, rec}.
+local m = open()
+local now = math.max(NOW, m.x)
+latest(m, now)
+expire(m, now)
+local delta = {}
+local applied, replays = 0, 0
+local n = #KEYS - 5
+for i = 0, n - 1 do
+  local V = KEYS[6 + i]
+  local a = 6 + i * 8
+  local bucket, fromExp, fromAt = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local waitExp, counted, keep = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local takeOver, takeOverCell = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local rc = record(V, now)
+  local took = rc and fromAt < rc.at and takeOver > 0 and not rc.admitted and fromAt > 0 and
+    fromAt == rc.from and rc.at <= takeOver and (takeOverCell == 0 or rc.cell <= takeOverCell)
+  if (rc and (fromAt < rc.at or rc.admitted) and not took) or (rc and counted <= rc.at) then
+    replays = replays + 1
+  else
+    if rc then
+      if rc.cell > now then
+        unwait(m, delta, rc.cell, bucket)
+      end
+    elseif fromExp > now and trusted(m, fromAt) then
+      unwait(m, delta, fromExp, bucket)
+    end
+    local c = 0
+    if waitExp > now then
+      local d = off(m, bucket)
+      cell(waitExp, d, 1)
+      delta[d] = (delta[d] or 0) + 1
+      m.wn = m.wn + 1
+      m.hi = math.max(m.hi, waitExp)
+      c = waitExp
+    end
+    remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
+    applied = applied + 1
+  end
+end
+counts(m, delta)
+finish(m)
+return {applied, replays, m.born, m.rec or 0}
