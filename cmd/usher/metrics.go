@@ -7,6 +7,7 @@ import (
 
 	"github.com/usherhq/usher/internal/admin"
 	"github.com/usherhq/usher/internal/admission"
+	"github.com/usherhq/usher/internal/store/redis"
 )
 
 // registerEngineMetrics adds the engine's store health to the metrics.
@@ -57,5 +58,44 @@ func registerEngineMetrics(m *admin.Metrics, e *admission.Engine) {
 			Name: "usher_renewals_owed_expired_total",
 			Help: "Owed session renewals not replayed because the store answered only after the session's count may have lapsed.",
 		}, func() float64 { _, late := e.DroppedRenewals(); return float64(late) }),
+	)
+}
+
+// farBackStore is a store that answers check-ins far back in a line from
+// its view of the room (the Redis store).
+type farBackStore interface {
+	FarBackStats() redis.FarBackStats
+}
+
+// registerFarBackMetrics adds the counts of check-ins far back in a line
+// answered without a store call of their own, when the store does that.
+func registerFarBackMetrics(m *admin.Metrics, store any) {
+	fb, ok := store.(farBackStore)
+	if !ok {
+		return
+	}
+	counter := func(name, help string, v func(redis.FarBackStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(fb.FarBackStats())) })
+	}
+	m.Registry().MustRegister(
+		counter("usher_checkins_far_back_total",
+			"Waiters' check-ins far back in a line answered from this node's view of the room, with no Redis call of their own (their moves go in batches).",
+			func(s redis.FarBackStats) int64 { return s.Answered }),
+		counter("usher_far_back_moves_total",
+			"Far-back check-ins' moves applied by batches.",
+			func(s redis.FarBackStats) int64 { return s.Moved }),
+		counter("usher_far_back_replays_total",
+			"Far-back check-ins' moves a batch found to be replays (a copied or replayed ticket's): nothing changed.",
+			func(s redis.FarBackStats) int64 { return s.Replays }),
+		counter("usher_far_back_dropped_total",
+			"Far-back check-ins' moves lost with a batch that failed: their waiters are counted again at their next check-in.",
+			func(s redis.FarBackStats) int64 { return s.Dropped }),
+		counter("usher_far_back_batches_total",
+			"Batch calls applying far-back check-ins' moves.",
+			func(s redis.FarBackStats) int64 { return s.Flushes }),
+		counter("usher_far_back_view_reads_total",
+			"Reads of a room's view (counters and live waiters per bucket), one a second per room while far-back check-ins use it.",
+			func(s redis.FarBackStats) int64 { return s.Views }),
 	)
 }

@@ -251,6 +251,7 @@ func newNode(ctx context.Context, cfg *config.Config, log *slog.Logger, store us
 	pilot.Status = n.engine.Status
 	n.decider = &decider{Engine: n.engine, ev: ev}
 	registerEngineMetrics(n.metrics, n.engine)
+	registerFarBackMetrics(n.metrics, store)
 	if cr, ok := store.(clockReader); ok && cfg.Store.Redis != nil {
 		n.clock = newClockWatch(cr, cfg.Store.Redis.Slack(), n.engine.SetCellSlack, log)
 		n.clock.measured = n.engine.SetClockSpread

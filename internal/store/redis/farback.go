@@ -78,8 +78,8 @@ type farRoom struct {
 	view       *roomView
 	refreshing bool
 	// margin is the least number of live waiters ahead of a check-in,
-	// as the room's last far-back check-in worked it out, for which an
-	// early check-in (Peek) is answered from the view.
+	// as the room's last admission op worked it out from its limits, for
+	// which an early check-in (Peek) is answered from the view.
 	margin  int64
 	pending []move
 	// broken is when the room's far-back check-ins may use batches again
@@ -184,10 +184,21 @@ func farEligible(op *usher.AdmitOp) bool {
 // in the line, and appends its move to the room's batch.
 func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (usher.AdmitResult, bool) {
 	f := s.far
-	if f.opts.Off || !farEligible(op) {
+	if f.opts.Off {
 		return usher.AdmitResult{}, false
 	}
 	margin := farMargin(op)
+	if !farEligible(op) {
+		// Its limits still tell early check-ins (Peek) which are far back.
+		f.mu.Lock()
+		if r := f.rooms[room]; r != nil {
+			r.margin = margin
+		} else {
+			f.rooms[room] = &farRoom{margin: margin}
+		}
+		f.mu.Unlock()
+		return usher.AdmitResult{}, false
+	}
 	v := s.view(ctx, room, op.Now, margin)
 	if v == nil {
 		return usher.AdmitResult{}, false
@@ -217,7 +228,8 @@ func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (u
 }
 
 // farPeek answers an early check-in from the room's view when it is far
-// back, by the margin the room's last far-back check-in used.
+// back, by the margin of the room's last admission op (an early check-in
+// changes nothing, and its place may be up to a view's age old).
 func (s *Store) farPeek(ctx context.Context, room string, now time.Time, bucket int64) (int64, usher.RoomStats, bool) {
 	f := s.far
 	if f.opts.Off {
