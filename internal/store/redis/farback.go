@@ -16,15 +16,16 @@ import (
 //
 // Most of a long line is far from its front: nothing a waiter there does
 // can change who goes in next, and nothing the front does can reach it
-// before its next check-in. Such a check-in still moves the waiter's count
+// before its next check-in. The same holds for a new visitor joining the
+// back of such a line. Such a check-in still moves the waiter's count
 // to a later cell (else the waiter would lapse), but it need not make a
 // call of its own: the node answers it from its view of the room (the
 // counters and the live waiters per bucket, read with one script a
 // second) and appends the move to the room's batch, which one script
 // applies every FarBack.Flush (or at FarBack.MaxBatch moves) with the same
-// record checks as an admission. Near the front, new visitors, admissions,
-// renewals and every other kind of decision stay one call each, as
-// before: only the front admits, so the limits are exactly as exact as
+// record checks as an admission (a new visitor's count is added, as the
+// admission script adds it). Near the front, admissions, renewals and
+// every other kind of decision stay one call each, as before: only the front admits, so the limits are exactly as exact as
 // they were. See docs/scaling.md, "Check-ins far back in the line".
 //
 // What a late or lost batch costs: the waiter's previous count still
@@ -169,15 +170,21 @@ func farMargin(op *usher.AdmitOp) int64 {
 	return int64(op.TotalActiveUsers) + int64(op.NewUsersPerMinute)*max(minutes, 1)
 }
 
-// farEligible reports whether op is a check-in a view may answer: a
-// waiting ticket's, in a FIFO line, that cannot be admitted by its kind
-// (nothing forced, drawn, joining or limited per client), with its count
-// live for a while yet.
+// farEligible reports whether op is one a view may answer: a waiting
+// ticket's check-in, or a new visitor, in a FIFO line, that cannot be
+// admitted by its kind (nothing forced, drawn, joining, unproven or
+// limited per client), with a checked-in waiter's count live for a while
+// yet.
 func farEligible(op *usher.AdmitOp) bool {
 	now := op.Now.Unix()
-	return !op.From.At.IsZero() && op.From.Exp >= now+2 && op.WaitExp > now &&
-		!op.Random && !op.Joining && op.FromBucket == 0 && !op.Force && !op.Unproven &&
-		op.Client.Key == 0 && op.Counted.After(op.From.At)
+	if op.WaitExp <= now || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
+		return false
+	}
+	if op.From.At.IsZero() {
+		// A new visitor: no record to check, a count to add.
+		return op.From.Exp == 0 && op.TakeOver.IsZero()
+	}
+	return op.From.Exp >= now+2 && op.Counted.After(op.From.At)
 }
 
 // farAdmit answers op from the room's view when it is a check-in far back

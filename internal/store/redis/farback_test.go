@@ -55,20 +55,23 @@ func TestFarBackCopiedTicket(t *testing.T) {
 		line = append(line, d.Ticket)
 	}
 	last := line[len(line)-1]
-	place := last.Position // 16: the 15 of earlier seconds are ahead
-	if place < 16 {
-		t.Fatalf("the last newcomer is at %d, want 16 or more", place)
-	}
+	// The last newcomer is alone in its second: the 19 others are ahead.
+	// (Its own first answer may be up to a view's age old.)
+	const place = 20
 	now = last.NextCheckIn
+	stores[0].FlushMoves(ctx) // the newcomers' counts, from node 0's view
 	calls := stores[0].Calls() + stores[1].Calls()
+	views := stores[0].FarBackStats().Views + stores[1].FarBackStats().Views
+	answered := stores[0].FarBackStats().Answered + stores[1].FarBackStats().Answered
+	moved := stores[0].FarBackStats().Moved + stores[1].FarBackStats().Moved
 	a, b := decide(0, &last), decide(1, &last) // the ticket and its copy
 	for _, d := range []usher.Decision{a, b} {
 		if d.Outcome != usher.Wait || d.Position != place {
 			t.Fatalf("far-back check-in: %v at position %d, want wait at %d", d.Outcome, d.Position, place)
 		}
 	}
-	viewReads := stores[0].FarBackStats().Views + stores[1].FarBackStats().Views
-	answered := stores[0].FarBackStats().Answered + stores[1].FarBackStats().Answered
+	viewReads := stores[0].FarBackStats().Views + stores[1].FarBackStats().Views - views
+	answered = stores[0].FarBackStats().Answered + stores[1].FarBackStats().Answered - answered
 	// Besides the view reads, at most the view script's first load (EVAL
 	// after EVALSHA found it missing).
 	if got := stores[0].Calls() + stores[1].Calls() - calls; answered != 2 || got > viewReads+1 {
@@ -76,7 +79,7 @@ func TestFarBackCopiedTicket(t *testing.T) {
 	}
 	stores[1].FlushMoves(ctx)
 	stores[0].FlushMoves(ctx)
-	moved := stores[0].FarBackStats().Moved + stores[1].FarBackStats().Moved
+	moved = stores[0].FarBackStats().Moved + stores[1].FarBackStats().Moved - moved
 	replays := stores[0].FarBackStats().Replays + stores[1].FarBackStats().Replays
 	if moved != 1 || replays != 1 {
 		t.Fatalf("the batches moved %d and found %d replays, want 1 and 1", moved, replays)

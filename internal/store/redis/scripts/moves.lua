@@ -3,7 +3,8 @@
 -- farback.go). Each moves a waiter's count to its new cell as admit.lua
 -- does for a check-in that is not admitted, with the same record checks:
 -- a ticket older than the visitor's record (a copy, a replay), or any
--- ticket of an admitted visitor, changes nothing.
+-- ticket of an admitted visitor, changes nothing. A new visitor's (from at
+-- 0, no record) is counted and not remembered, as admit.lua does.
 --
 -- KEYS 6-: the visitors' record keys, one a move.
 -- ARGV 6-: per move, 8 values: bucket, from exp (0: none), from at (ms),
@@ -46,7 +47,9 @@ for i = 0, n - 1 do
       m.hi = math.max(m.hi, waitExp)
       c = waitExp
     end
-    remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
+    if fromAt > 0 or rc then
+      remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
+    end
     applied = applied + 1
   end
 end
