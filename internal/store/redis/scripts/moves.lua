@@ -18,6 +18,27 @@ latest(m, now)
 expire(m, now)
 local delta = {}
 local applied, replays = 0, 0
+-- The moves' cell changes, gathered per cell and bucket offset (takes and
+-- adds apart) and applied once per page of a cell below: a batch's moves
+-- mostly share a few cells.
+local acc = {}
+local function add(exp, o, d)
+  local e = acc[exp]
+  if not e then
+    e = {}
+    acc[exp] = e
+  end
+  local a = e[o]
+  if not a then
+    a = {0, 0}
+    e[o] = a
+  end
+  if d < 0 then
+    a[1] = a[1] + d
+  else
+    a[2] = a[2] + d
+  end
+end
 local n = #KEYS - 5
 for i = 0, n - 1 do
   local V = KEYS[6 + i]
@@ -33,17 +54,14 @@ for i = 0, n - 1 do
   else
     if rc then
       if rc.cell > now then
-        unwait(m, delta, rc.cell, bucket)
+        add(rc.cell, off(m, bucket), -1)
       end
     elseif fromExp > now and trusted(m, fromAt) then
-      unwait(m, delta, fromExp, bucket)
+      add(fromExp, off(m, bucket), -1)
     end
     local c = 0
     if waitExp > now then
-      local d = off(m, bucket)
-      cell(waitExp, d, 1)
-      delta[d] = (delta[d] or 0) + 1
-      m.wn = m.wn + 1
+      add(waitExp, off(m, bucket), 1)
       m.hi = math.max(m.hi, waitExp)
       c = waitExp
     end
@@ -51,6 +69,55 @@ for i = 0, n - 1 do
       remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
     end
     applied = applied + 1
+  end
+end
+-- As cell() does, one page at a time: a take never goes below zero (a
+-- count lost with the data), and the trees get what was applied.
+for exp, offs in pairs(acc) do
+  local pages = {}
+  for o, a in pairs(offs) do
+    local pg = math.floor(o / PAGE)
+    pages[pg] = pages[pg] or {}
+    pages[pg][o] = a
+  end
+  for pg, p in pairs(pages) do
+    local f = exp .. ':' .. pg
+    local s = redis.call('HGET', W, f) or ''
+    local had = s ~= ''
+    for o, a in pairs(p) do
+      local d = a[1]
+      if d < 0 then
+        local c = count(s, o)
+        if c + d < 0 then
+          d = -c
+        end
+      end
+      d = d + a[2]
+      if d ~= 0 then
+        s = bump(s, o, d)
+        delta[o] = (delta[o] or 0) + d
+        m.wn = m.wn + d
+      end
+    end
+    if s == '' then
+      if had then
+        redis.call('HDEL', W, f)
+      end
+    else
+      redis.call('HSET', W, f, s)
+    end
+    if had ~= (s ~= '') then
+      local d2 = 1
+      if had then
+        d2 = -1
+      end
+      local idx = bump(redis.call('HGET', W, exp) or '', pg, d2)
+      if idx == '' then
+        redis.call('HDEL', W, exp)
+      else
+        redis.call('HSET', W, exp, idx)
+      end
+    end
   end
 end
 counts(m, delta)
