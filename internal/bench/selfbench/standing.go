@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"bytes"
@@ -117,7 +117,10 @@ const (
 // standingSteps are the numbers of waiters tried, up to --max-waiters.
 var standingSteps = []int{1000, 10000, 100000, 250000, 500000, 1000000}
 
-func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResult, error) {
+// Standing runs the standing-room scenario: usher in a process of its own,
+// a line of waiters growing step by step, each waiter checking in when its
+// answers say, and each step's check-in latency, CPU and memory.
+func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, error) {
 	// usher runs as its own process, so that its memory is its own.
 	dir, err := os.MkdirTemp("", "usher-standing-")
 	if err != nil {
@@ -133,14 +136,14 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 	go osrv.Serve(oln)
 	defer osrv.Close()
 	rooms := filepath.Join(dir, "rooms.yaml")
-	body := fmt.Sprintf(standingRoom, standingRate, standingRate, f.refresh, f.maxRefresh)
+	body := fmt.Sprintf(standingRoom, standingRate, standingRate, f.Refresh, f.MaxRefresh)
 	if err := os.WriteFile(rooms, []byte(body), 0o600); err != nil {
 		return nil, err
 	}
 	// With USHER_BENCH_CPUPROFILE set to a directory, usher writes its
 	// CPU profile there (usher.cpu.pprof) and the generator its own
 	// (standing-generator.cpu.pprof).
-	if prof := os.Getenv(benchProfileEnv); prof != "" {
+	if prof := os.Getenv(profileEnv); prof != "" {
 		pf, err := os.Create(filepath.Join(prof, "standing-generator.cpu.pprof"))
 		if err != nil {
 			return nil, err
@@ -152,8 +155,8 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 		defer pprof.StopCPUProfile()
 	}
 	args := []string{"usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms, "--origin", "http://" + oln.Addr().String()}
-	if f.reference {
-		args = []string{"static", "--refresh", f.refresh.String(), "--max-refresh", f.maxRefresh.String()}
+	if f.Reference {
+		args = []string{"static", "--refresh", f.Refresh.String(), "--max-refresh", f.MaxRefresh.String()}
 	}
 	target, err := startChild(ctx, args...)
 	if err != nil {
@@ -171,18 +174,18 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 			return nil, err
 		}
 	}
-	res := &StandingResult{Scenario: "standing-room", Reference: f.reference, RefreshS: f.refresh.Seconds(), MaxRefreshS: f.maxRefresh.Seconds(),
-		BoundMs: float64(f.bound) / float64(time.Millisecond)}
+	res := &StandingResult{Scenario: "standing-room", Reference: f.Reference, RefreshS: f.Refresh.Seconds(), MaxRefreshS: f.MaxRefresh.Seconds(),
+		BoundMs: float64(f.Bound) / float64(time.Millisecond)}
 	if len(f.steps) == 0 {
 		return res, nil
 	}
-	c, err := newCrowd(ctx, client, base, f.steps[len(f.steps)-1], f.maxRefresh)
+	c, err := newCrowd(ctx, client, base, f.steps[len(f.steps)-1], f.MaxRefresh)
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
 	within := true
-	line := m.progress("usher bench: ")
+	line := p.progress("usher bench: ")
 	defer line.Done()
 	for _, n := range f.steps {
 		line.Update(fmt.Sprintf("%s waiters (p99 within the bound up to %s)", bench.Count(n), bench.Count(res.MaxWaiters)))
@@ -191,19 +194,19 @@ func (m *Main) benchStanding(ctx context.Context, f *benchFlags) (*StandingResul
 		}
 		// Every newcomer checks in once at refresh_interval and is then
 		// given its interval; measure over the longest one.
-		if err := sleepCtx(ctx, f.refresh+f.refresh/10+2*time.Second); err != nil {
+		if err := sleepCtx(ctx, f.Refresh+f.Refresh/10+2*time.Second); err != nil {
 			return nil, err
 		}
 		cpu0, gen0 := cpuSeconds(pid), cpuSeconds(os.Getpid())
-		step := c.measure(ctx, f.maxRefresh)
-		if sent := step.CheckInsPerS * f.maxRefresh.Seconds(); sent > 0 {
+		step := c.measure(ctx, f.MaxRefresh)
+		if sent := step.CheckInsPerS * f.MaxRefresh.Seconds(); sent > 0 {
 			step.UsherCPUus = (cpuSeconds(pid) - cpu0) / sent * 1e6
 			step.GeneratorCPUus = (cpuSeconds(os.Getpid()) - gen0) / sent * 1e6
 		}
-		step.FixedRPS = float64(step.Waiters) / f.refresh.Seconds()
+		step.FixedRPS = float64(step.Waiters) / f.Refresh.Seconds()
 		step.RSSMB = rssMB(pid)
 		step.GeneratorRSSMB = rssMB(os.Getpid())
-		if os.Getenv(benchProfileEnv) != "" {
+		if os.Getenv(profileEnv) != "" {
 			// The target writes its heap profile and MemStats now, its
 			// connections busy (the last step's files stay).
 			_ = target.cmd.Process.Signal(syscall.SIGUSR1)
