@@ -114,6 +114,10 @@ func (m *Main) parseBenchFlags(args []string) (*selfbench.Config, error) {
 	return &f, nil
 }
 
+// isBenchChild reports whether this process is one usher bench started as
+// one of its targets: the hidden command bench-target runs only then.
+func isBenchChild() bool { return os.Getenv(selfbench.ChildEnv) != "" }
+
 // benchTarget is the hidden command bench-target (selfbench.Child): one
 // server of usher bench in a process of its own, usher's with its serve
 // code.

@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-
-	"github.com/usherhq/usher/internal/bench/selfbench"
 )
 
 // Main is the usher program: its output streams and the subcommands. Tests
@@ -101,7 +99,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "analytics":
 		err = m.analytics(ctx, rest)
 	case "bench-target":
-		if os.Getenv(selfbench.ChildEnv) == "" {
+		if !isBenchChild() {
 			fmt.Fprintf(m.Stderr, "usher: unknown command %q\n\n%s", cmd, usage)
 			return 2
 		}
