@@ -62,14 +62,14 @@ func Flash(ctx context.Context, f *Config, p *Product) (*FlashResult, error) {
 	var env *Env
 	if f.Self {
 		var err error
-		env, err = StartSelfWith(ctx, fmt.Sprintf(FlashRoom, f.Total, f.PerMinute, f.Session, f.Refresh),
-			SelfOptions{Redis: f.Redis, Cluster: f.RedisCluster, Nodes: f.Nodes, ClockSlack: &f.ClockSlack}, p)
+		env, err = startSelfWith(ctx, fmt.Sprintf(FlashRoom, f.Total, f.PerMinute, f.Session, f.Refresh),
+			selfOptions{redis: f.Redis, cluster: f.RedisCluster, nodes: f.Nodes, clockSlack: &f.ClockSlack}, p)
 		if err != nil {
 			return nil, err
 		}
 		defer env.Stop()
 		target = env.UsherURL + "/"
-		for _, u := range env.UsherURLs[1:] {
+		for _, u := range env.usherURLs[1:] {
 			more = append(more, u+"/")
 		}
 	}

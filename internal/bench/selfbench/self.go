@@ -21,35 +21,35 @@ import (
 )
 
 // Env is usher bench --self: a sample origin and usher in front of it, on
-// loopback, in this process unless said otherwise (SelfOptions); with
+// loopback, in this process unless said otherwise (selfOptions); with
 // reference proxies for the throughput scenario.
 type Env struct {
 	origin    *bench.Origin
 	originURL string
 	// UsherURL is usher's (the first node's) public URL.
 	UsherURL string
-	// UsherURLs are every usher node's URL, UsherURL first
-	// (SelfOptions.Nodes).
-	UsherURLs []string
+	// usherURLs are every usher node's URL, UsherURL first
+	// (selfOptions.nodes).
+	usherURLs []string
 	// tuned and unpooled are the reference proxies to the origin, each in
-	// a process of its own (SelfOptions.proxies), nil without: an
+	// a process of its own (selfOptions.proxies), nil without: an
 	// httputil.ReverseProxy with the gate's transport and buffer pool, and
 	// the same without the pool.
 	tuned, unpooled *childTarget
 	// usherProc is usher's process when it runs in its own
-	// (SelfOptions.separate), nil when it runs in this one.
+	// (selfOptions.separate), nil when it runs in this one.
 	usherProc *childTarget
-	// originProc is the origin's process (SelfOptions.originProc), nil
+	// originProc is the origin's process (selfOptions.originProc), nil
 	// when it runs in this one.
 	originProc *childTarget
 	// authAddr is usher's private forward-auth listener (host:port) when
 	// it runs in its own process, for nginx's recipe; empty otherwise.
 	authAddr string
 	// calls counts the commands usher's store sent when it runs on Redis
-	// (SelfOptions.Redis: redis.Store.Calls); nil on the embedded store.
+	// (selfOptions.redis: redis.Store.Calls); nil on the embedded store.
 	calls func() int64
 	// embeddedURL is a second usher, on the embedded store, with the same
-	// rooms and origin (SelfOptions.CompareEmbedded); empty without.
+	// rooms and origin (selfOptions.compareEmbedded); empty without.
 	embeddedURL string
 	// nodes are the usher nodes started in this process on Redis, for
 	// their counters.
@@ -61,25 +61,25 @@ type Env struct {
 // started.
 func (env *Env) Stop() { env.stop() }
 
-// SelfOptions choose the self environment's store.
-type SelfOptions struct {
-	// Redis is the address of a Redis server (comma-separated seed nodes
-	// with Cluster) usher keeps its state in, as a node of a shared store
+// selfOptions choose the self environment's store.
+type selfOptions struct {
+	// redis is the address of a Redis server (comma-separated seed nodes
+	// with cluster) usher keeps its state in, as a node of a shared store
 	// does (activity batched); empty: the embedded store.
-	Redis   string
-	Cluster bool
-	// CompareEmbedded, with Redis, also starts a usher on the embedded
+	redis   string
+	cluster bool
+	// compareEmbedded, with redis, also starts a usher on the embedded
 	// store, for comparison.
-	CompareEmbedded bool
+	compareEmbedded bool
 	// trusted are usher's trusted_proxies (a proxy on loopback asking
 	// forward auth); nil: none.
 	trusted []string
-	// Nodes, with Redis, is how many usher nodes share the store (zero:
+	// nodes, with redis, is how many usher nodes share the store (zero:
 	// one).
-	Nodes int
-	// ClockSlack, with Redis, is the nodes' store.redis.clock_slack (nil:
+	nodes int
+	// clockSlack, with redis, is the nodes' store.redis.clock_slack (nil:
 	// its default).
-	ClockSlack *time.Duration
+	clockSlack *time.Duration
 	// proxies starts the reference proxies (Env.tuned, .unpooled).
 	proxies bool
 	// separate runs usher in a process of its own (embedded store only),
@@ -108,11 +108,11 @@ func SelfConfig(dir, rooms, originURL string) (*config.Config, error) {
 // %s where the origin URL goes), usher on the embedded store in this
 // process, run by p.
 func StartSelf(ctx context.Context, rooms string, p *Product) (*Env, error) {
-	return StartSelfWith(ctx, rooms, SelfOptions{}, p)
+	return startSelfWith(ctx, rooms, selfOptions{}, p)
 }
 
-// StartSelfWith starts the environment with rooms and opts.
-func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Product) (*Env, error) {
+// startSelfWith starts the environment with rooms and opts.
+func startSelfWith(ctx context.Context, rooms string, opts selfOptions, p *Product) (*Env, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var closers []func() error
@@ -163,7 +163,7 @@ func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Produ
 		}
 		closers = append(closers, func() error { env.unpooled.stop(); return nil })
 	}
-	if opts.separate && opts.Redis == "" {
+	if opts.separate && opts.redis == "" {
 		roomsFile := filepath.Join(dir, "rooms.yaml")
 		if err := os.MkdirAll(filepath.Join(dir, "store"), 0o700); err != nil {
 			return fail(err)
@@ -187,14 +187,14 @@ func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Produ
 		return fail(err)
 	}
 	cfg.TrustedProxies = opts.trusted
-	if opts.Redis == "" {
+	if opts.redis == "" {
 		ready := make(chan string, 1)
 		errc := make(chan error, 1)
 		wg.Go(func() { errc <- p.Serve(ctx, cfg, quiet, func(pub, _ string) { ready <- pub }) })
 		select {
 		case pub := <-ready:
 			env.UsherURL = "http://" + pub
-			env.UsherURLs = []string{env.UsherURL}
+			env.usherURLs = []string{env.UsherURL}
 		case err := <-errc:
 			return fail(fmt.Errorf("start usher: %w", err))
 		case <-time.After(20 * time.Second):
@@ -217,10 +217,10 @@ func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Produ
 	var tag [4]byte
 	_, _ = rand.Read(tag[:])
 	cfg.Store.Redis = &config.Redis{
-		Addrs:      strings.Split(opts.Redis, ","),
-		Cluster:    opts.Cluster,
+		Addrs:      strings.Split(opts.redis, ","),
+		Cluster:    opts.cluster,
 		KeyPrefix:  "usher-bench-" + hex.EncodeToString(tag[:]),
-		ClockSlack: opts.ClockSlack,
+		ClockSlack: opts.clockSlack,
 	}
 	start := func(cfg *config.Config) (*Node, error) {
 		n, err := p.StartNode(ctx, &wg, cfg, quiet)
@@ -238,8 +238,8 @@ func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Produ
 		env.calls = c.Calls
 	}
 	env.UsherURL = first.URL
-	env.UsherURLs = []string{env.UsherURL}
-	for range opts.Nodes - 1 {
+	env.usherURLs = []string{env.UsherURL}
+	for range opts.nodes - 1 {
 		// Further nodes on the same store, each with its own client.
 		more, err := SelfConfig(dir, rooms, env.originURL)
 		if err != nil {
@@ -248,12 +248,12 @@ func StartSelfWith(ctx context.Context, rooms string, opts SelfOptions, p *Produ
 		more.TrustedProxies, more.Keys, more.Store.Redis = opts.trusted, keys, cfg.Store.Redis
 		n, err := start(more)
 		if err != nil {
-			return fail(fmt.Errorf("start usher node %d on redis: %w", len(env.UsherURLs)+1, err))
+			return fail(fmt.Errorf("start usher node %d on redis: %w", len(env.usherURLs)+1, err))
 		}
 		env.nodes = append(env.nodes, n)
-		env.UsherURLs = append(env.UsherURLs, n.URL)
+		env.usherURLs = append(env.usherURLs, n.URL)
 	}
-	if opts.CompareEmbedded {
+	if opts.compareEmbedded {
 		embedded, err := SelfConfig(dir, rooms, env.originURL)
 		if err != nil {
 			return fail(err)

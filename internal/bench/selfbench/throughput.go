@@ -135,7 +135,7 @@ type Figure struct {
 // alone and asking usher, each round loading every target once.
 func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, error) {
 	nginxBin, _ := exec.LookPath("nginx")
-	opts := SelfOptions{Redis: f.Redis, Cluster: f.RedisCluster, CompareEmbedded: f.CompareEmbedded,
+	opts := selfOptions{redis: f.Redis, cluster: f.RedisCluster, compareEmbedded: f.CompareEmbedded,
 		proxies: true, separate: true}
 	var gen *externalGenerator
 	var pin pinning
@@ -149,7 +149,7 @@ func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, 
 		// nginx asks usher's forward auth from loopback.
 		opts.trusted = []string{"127.0.0.1/32"}
 	}
-	env, err := StartSelfWith(ctx, throughputRooms, opts, p)
+	env, err := startSelfWith(ctx, throughputRooms, opts, p)
 	if err != nil {
 		return nil, err
 	}
