@@ -55,7 +55,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // a line on stderr naming the flag and the reason, and the error is
 // errUsage (exit code 2).
 func (m *Main) parseBenchFlags(args []string) (*selfbench.Config, error) {
-	fs := m.flags("bench", "bench --self --scenario "+strings.Join(selfbench.Scenarios, "|")+" [flags]")
+	fs := m.flags("bench", "bench --self --scenario flash-crowd|throughput|standing-room|autopilot [flags]")
 	var f selfbench.Config
 	fs.StringVar(&f.Scenario, "scenario", "flash-crowd", "flash-crowd, throughput, standing-room or autopilot")
 	fs.BoolVar(&f.Self, "self", false, "start usher, a sample origin and (throughput) reference reverse proxies on this machine")

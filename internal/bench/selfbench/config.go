@@ -85,8 +85,8 @@ type Config struct {
 	steps   []int
 }
 
-// Scenarios are usher bench's scenarios (--scenario).
-var Scenarios = []string{"flash-crowd", "throughput", "standing-room", "autopilot"}
+// scenarios are usher bench's scenarios (--scenario).
+const scenarios = "flash-crowd, throughput, standing-room, autopilot"
 
 // scenarioFlags are the flags each scenario reads, besides --scenario,
 // --self and --json; setting another is a mistake.
@@ -123,7 +123,7 @@ func (c *Config) Check(set map[string]bool) []string {
 	}
 	uses, known := scenarioFlags(c.Scenario)
 	if !known {
-		problem("scenario", "unknown scenario %q (%s)", c.Scenario, strings.Join(Scenarios, ", "))
+		problem("scenario", "unknown scenario %q (%s)", c.Scenario, scenarios)
 	}
 	if c.Scenario == "autopilot" {
 		// The scenario's own defaults, sized for its origin.
