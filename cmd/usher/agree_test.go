@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/internal/bench"
+	"github.com/usherhq/usher/internal/bench/selfbench"
 	"github.com/usherhq/usher/internal/store/local"
 )
 
@@ -65,7 +66,7 @@ func TestAgreeSimulateWithLiveBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), agreeHorizon+time.Minute)
 	defer cancel()
 	model := agreeModel(t)
-	rooms := fmt.Sprintf(flashRoom, agreeTotal, agreePerMinute, agreeSession, agreeRefresh)
+	rooms := fmt.Sprintf(selfbench.FlashRoom, agreeTotal, agreePerMinute, agreeSession, agreeRefresh)
 	live, sim, lim := liveAndSimulated(ctx, t, rooms, agreeArrivals, model, agreeHorizon)
 	lr, sr := bench.Report(live, lim), bench.Report(sim, lim)
 	lw, sw := sameRankWaits(live, sim)
@@ -131,13 +132,13 @@ func liveAndSimulated(ctx context.Context, t *testing.T, rooms, arrivals string,
 		t.Fatal(err)
 	}
 	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
-	env, err := m.startSelf(ctx, rooms)
+	env, err := selfbench.StartSelf(ctx, rooms, m.benchProduct())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.stop()
+	defer env.Stop()
 	live, err = bench.Run(ctx, bench.Config{
-		Target:   env.usherURL + "/",
+		Target:   env.UsherURL + "/",
 		Arrivals: arr,
 		Model:    model,
 		Seed:     agreeSeed,
@@ -147,7 +148,7 @@ func liveAndSimulated(ctx context.Context, t *testing.T, rooms, arrivals string,
 	if err != nil {
 		t.Fatalf("live run: %v", err)
 	}
-	cfg, err := selfConfig(t.TempDir(), rooms, "http://127.0.0.1:1")
+	cfg, err := selfbench.SelfConfig(t.TempDir(), rooms, "http://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestAgreeSimulateLongPauses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), horizon+time.Minute)
 	defer cancel()
 	model := bench.VisitorModel{Browse: bench.MustDist("35s"), RequestEvery: bench.MustDist("15s")}
-	rooms := fmt.Sprintf(flashRoom, total, perMinute, 10*time.Second, 2*time.Second)
+	rooms := fmt.Sprintf(selfbench.FlashRoom, total, perMinute, 10*time.Second, 2*time.Second)
 	live, sim, lim := liveAndSimulated(ctx, t, rooms, "steady:0.5/s@40s", model, horizon)
 	lr, sr := bench.Report(live, lim), bench.Report(sim, lim)
 	lq, sq := requeuedVisitors(live), requeuedVisitors(sim)
@@ -366,36 +367,36 @@ func TestBenchFlagsRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.redis != "127.0.0.1:6399" || f.redisCluster || !f.compareEmbedded {
-		t.Errorf("redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	if f.Redis != "127.0.0.1:6399" || f.RedisCluster || !f.CompareEmbedded {
+		t.Errorf("redis %q, cluster %v, compare %v", f.Redis, f.RedisCluster, f.CompareEmbedded)
 	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput", "--redis", "10.0.0.1:7000,10.0.0.2:7000", "--redis-cluster"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.redis != "10.0.0.1:7000,10.0.0.2:7000" || !f.redisCluster || f.compareEmbedded {
-		t.Errorf("redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	if f.Redis != "10.0.0.1:7000,10.0.0.2:7000" || !f.RedisCluster || f.CompareEmbedded {
+		t.Errorf("redis %q, cluster %v, compare %v", f.Redis, f.RedisCluster, f.CompareEmbedded)
 	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399", "--nodes", "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.redis != "127.0.0.1:6399" || f.nodes != 3 || f.clockSlack != 250*time.Millisecond {
-		t.Errorf("flash crowd on redis: redis %q, nodes %d, clock slack %v", f.redis, f.nodes, f.clockSlack)
+	if f.Redis != "127.0.0.1:6399" || f.Nodes != 3 || f.ClockSlack != 250*time.Millisecond {
+		t.Errorf("flash crowd on redis: redis %q, nodes %d, clock slack %v", f.Redis, f.Nodes, f.ClockSlack)
 	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "flash-crowd", "--redis", "127.0.0.1:6399", "--nodes", "3", "--clock-slack", "0s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.clockSlack != 0 {
-		t.Errorf("--clock-slack 0s: %v", f.clockSlack)
+	if f.ClockSlack != 0 {
+		t.Errorf("--clock-slack 0s: %v", f.ClockSlack)
 	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.redis != "" || f.redisCluster || f.compareEmbedded {
-		t.Errorf("defaults: redis %q, cluster %v, compare %v", f.redis, f.redisCluster, f.compareEmbedded)
+	if f.Redis != "" || f.RedisCluster || f.CompareEmbedded {
+		t.Errorf("defaults: redis %q, cluster %v, compare %v", f.Redis, f.RedisCluster, f.CompareEmbedded)
 	}
 	for _, args := range [][]string{
 		{"--self", "--scenario", "flash-crowd", "--nodes", "3"},

@@ -1,11 +1,49 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/usherhq/usher/internal/bench/selfbench"
 )
+
+// The bench's results, as the end-to-end tests here read them.
+type (
+	ThroughputResult = selfbench.ThroughputResult
+	Figure           = selfbench.Figure
+	StandingResult   = selfbench.StandingResult
+)
+
+// AutopilotBenchResult is usher bench --scenario autopilot's JSON as the
+// tests read it: each side in the fields of usher simulate --compare's.
+type AutopilotBenchResult struct {
+	Cases []struct {
+		Case  string        `json:"case"`
+		Sides []CompareSide `json:"sides"`
+	} `json:"cases"`
+}
+
+// benchThroughput runs the throughput scenario as usher bench does.
+func (m *Main) benchThroughput(ctx context.Context, f *selfbench.Config) (*ThroughputResult, error) {
+	return selfbench.Throughput(ctx, f, m.benchProduct())
+}
+
+// median is the median of xs, 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
 
 // TestBenchBadFlags: every bad value or combination is refused before
 // anything runs, with exit code 2 and a line naming the flag.
@@ -136,18 +174,5 @@ func TestBenchFlashSummary(t *testing.T) {
 		if _, ok := doc[key]; !ok {
 			t.Errorf("JSON lacks %q", key)
 		}
-	}
-}
-
-// TestBenchWarningsTargets: with --targets, the targets not loaded raise
-// no warning; a loaded one that served nothing does.
-func TestBenchWarningsTargets(t *testing.T) {
-	r := &ThroughputResult{Targets: []string{"admitted", "proxy-tuned"}, Admitted: Figure{RPS: 10}}
-	ws := benchWarnings(r)
-	if len(ws) != 1 || !strings.HasPrefix(ws[0], "proxy-tuned: no request succeeded") {
-		t.Errorf("warnings %q: want one, for proxy-tuned", ws)
-	}
-	if ws := benchWarnings(&ThroughputResult{}); len(ws) != 6 {
-		t.Errorf("all targets loaded, none served: %d warnings %q, want 6", len(ws), ws)
 	}
 }

@@ -30,7 +30,7 @@ import (
 //     not.)
 //
 // The healthy p99 is a control origin's, of the same model, loaded at
-// low load over the same time (see benchAutopilotSide).
+// low load over the same time (see autopilotSide in internal/bench/selfbench).
 func TestE2EBenchAutopilot(t *testing.T) {
 	dir := t.TempDir()
 	type run struct {

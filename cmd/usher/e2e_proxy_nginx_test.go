@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/usherhq/usher/internal/bench/selfbench"
 )
 
 // nginxBinary returns nginx's path, or skips the test.
@@ -20,7 +22,7 @@ func nginxBinary(t *testing.T) string {
 
 // runNginxRecipe runs nginx with docs/integrations/nginx.conf in front
 // of the rig's usher and origin, included in the smallest main config
-// (nginxMainConfig) as it would sit in conf.d/.
+// (selfbench.NginxMainConfig) as it would sit in conf.d/.
 func runNginxRecipe(t *testing.T, rig *proxyRig) {
 	t.Helper()
 	bin := nginxBinary(t)
@@ -30,7 +32,7 @@ func runNginxRecipe(t *testing.T, rig *proxyRig) {
 	if err := os.Chmod(rig.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	main := rig.writeFile(t, "nginx-main.conf", nginxMainConfig(rig.dir, 1, true, site))
+	main := rig.writeFile(t, "nginx-main.conf", selfbench.NginxMainConfig(rig.dir, 1, true, site))
 	out, err := exec.Command(bin, "-t", "-p", rig.dir, "-c", main).CombinedOutput()
 	if err != nil || strings.Contains(string(out), "[warn]") {
 		t.Fatalf("nginx -t: %v\n%s", err, out)

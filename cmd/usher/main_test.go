@@ -8,11 +8,28 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/usherhq/usher/internal/bench/selfbench"
 )
+
+// TestMain runs usher bench's target processes when the test binary is
+// started as one (usher bench re-executes its own binary, here the test
+// binary), and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(selfbench.ChildEnv) != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := NewMain().Run(ctx, os.Args[1:])
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
 
 // runMain runs the program in-process and returns its exit code and output.
 func runMain(t *testing.T, args ...string) (int, string, string) {

@@ -99,7 +99,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "analytics":
 		err = m.analytics(ctx, rest)
 	case "bench-target":
-		if os.Getenv(benchChildEnv) == "" {
+		if !isBenchChild() {
 			fmt.Fprintf(m.Stderr, "usher: unknown command %q\n\n%s", cmd, usage)
 			return 2
 		}

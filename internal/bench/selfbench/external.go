@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"bufio"
@@ -154,7 +154,7 @@ func (g *externalGenerator) run(ctx context.Context, l externalLoad) (bench.Load
 		args = append(args, "--header", k+": "+v)
 	}
 	cmd := pinnedCommand(g.cpus, exe, args...)
-	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	cmd.Env = append(os.Environ(), ChildEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -244,7 +244,7 @@ func wrkDuration(s string) (float64, error) {
 // own, for the external mode without wrk. It loads url with workers
 // requests in flight for dur, each request with headers, and prints the
 // result as JSON.
-func (m *Main) loadTarget(ctx context.Context, url string, workers int, dur time.Duration, headers []string) error {
+func loadTarget(ctx context.Context, stdout io.Writer, url string, workers int, dur time.Duration, headers []string) error {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = workers
 	hdr := http.Header{}
@@ -260,7 +260,7 @@ func (m *Main) loadTarget(ctx context.Context, url string, workers int, dur time
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(m.Stdout).Encode(res)
+	return json.NewEncoder(stdout).Encode(res)
 }
 
 // withHeaders adds its headers to every request.

@@ -1,13 +1,11 @@
-package main
+package selfbench
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/bench"
-	"github.com/usherhq/usher/internal/store/redis"
 )
 
 // FlashResult is usher bench --scenario flash-crowd's output: the report's
@@ -35,7 +33,10 @@ type FlashResult struct {
 	bench.Result
 }
 
-const flashRoom = `  - id: flash
+// FlashRoom is the flash-crowd scenario's room (YAML of the rooms list):
+// its total_active_users, new_users_per_minute, session_duration and
+// refresh_interval, then %s where the origin URL goes.
+const FlashRoom = `  - id: flash
     origin: %%s
     routes:
       - path: /
@@ -46,37 +47,39 @@ const flashRoom = `  - id: flash
     json_response_enabled: true
 `
 
-func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, error) {
+// Flash runs the flash-crowd scenario: the arrivals into a room of the
+// limits given, against usher in this process (--self) or a running one
+// (--target).
+func Flash(ctx context.Context, f *Config, p *Product) (*FlashResult, error) {
 	lim := bench.Limits{
-		TotalActiveUsers:  f.total,
-		NewUsersPerMinute: f.perMinute,
-		SessionDuration:   f.session,
-		RefreshInterval:   f.refresh,
+		TotalActiveUsers:  f.Total,
+		NewUsersPerMinute: f.PerMinute,
+		SessionDuration:   f.Session,
+		RefreshInterval:   f.Refresh,
 	}
-	target := f.target
+	target := f.Target
 	var more []string
-	var shared *redis.Store
-	var engines []*admission.Engine
-	if f.self {
-		env, err := m.startSelfWith(ctx, fmt.Sprintf(flashRoom, f.total, f.perMinute, f.session, f.refresh),
-			selfOptions{redis: f.redis, cluster: f.redisCluster, nodes: f.nodes, clockSlack: &f.clockSlack})
+	var env *Env
+	if f.Self {
+		var err error
+		env, err = startSelfWith(ctx, fmt.Sprintf(FlashRoom, f.Total, f.PerMinute, f.Session, f.Refresh),
+			selfOptions{redis: f.Redis, cluster: f.RedisCluster, nodes: f.Nodes, clockSlack: &f.ClockSlack}, p)
 		if err != nil {
 			return nil, err
 		}
-		defer env.stop()
-		shared, engines = env.redis, env.engines
-		target = env.usherURL + "/"
+		defer env.Stop()
+		target = env.UsherURL + "/"
 		for _, u := range env.usherURLs[1:] {
 			more = append(more, u+"/")
 		}
 	}
-	line := m.progress("usher bench: ")
+	line := p.progress("usher bench: ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   target,
 		More:     more,
 		Arrivals: f.arr,
 		Model:    f.model,
-		Seed:     f.seed,
+		Seed:     f.Seed,
 		Horizon:  time.Hour,
 		MaxConns: 1024,
 		Progress: func(p bench.Progress) { line.Update(p.String()) },
@@ -85,28 +88,29 @@ func (m *Main) benchFlash(ctx context.Context, f *benchFlags) (*FlashResult, err
 	if err != nil {
 		return nil, err
 	}
-	if f.plot != "" {
-		title := fmt.Sprintf("usher flash crowd: %s, %d active, %d/min", f.arrivals, f.total, f.perMinute)
-		if err := writePlot(f.plot, tl, lim, title); err != nil {
+	if f.Plot != "" {
+		title := fmt.Sprintf("usher flash crowd: %s, %d active, %d/min", f.Arrivals, f.Total, f.PerMinute)
+		if err := writePlot(f.Plot, tl, lim, title); err != nil {
 			return nil, fmt.Errorf("--plot: %w", err)
 		}
 	}
-	res := &FlashResult{Scenario: "flash-crowd", Arrivals: f.arrivals, Limits: lim, Result: bench.Report(tl, lim), Nodes: 1, Store: "embedded"}
-	if f.redis != "" {
-		res.Nodes, res.Store = f.nodes, "redis"
-		cs := f.clockSlack.Seconds()
+	res := &FlashResult{Scenario: "flash-crowd", Arrivals: f.Arrivals, Limits: lim, Result: bench.Report(tl, lim), Nodes: 1, Store: "embedded"}
+	if f.Redis != "" {
+		res.Nodes, res.Store = f.Nodes, "redis"
+		cs := f.ClockSlack.Seconds()
 		res.ClockSlackS = &cs
 	}
-	if shared != nil && len(engines) > 0 {
-		var late int64
-		for _, e := range engines {
-			late += e.LateRenewals()
-		}
-		res.RenewalsLate = &late
+	if env == nil || len(env.nodes) == 0 {
+		return res, nil
 	}
-	if shared != nil && f.nodes > 1 {
-		if _, all, err := shared.Clock(ctx, nil); err == nil && len(all) > 1 {
-			most, _ := redis.ClockApart(all[0], all[1:])
+	// On Redis with usher in this process: its nodes' counters.
+	var late int64
+	for _, n := range env.nodes {
+		late += n.Engine.LateRenewals()
+	}
+	res.RenewalsLate = &late
+	if spread := env.nodes[0].ClockSpread; spread != nil && f.Nodes > 1 {
+		if most, ok := spread(ctx); ok {
 			sp := most.Seconds()
 			res.ClockSpreadS = &sp
 		}

@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"bufio"
@@ -28,31 +28,32 @@ import (
 	"github.com/usherhq/usher/internal/server"
 )
 
-// benchChildEnv marks a process usher bench started as one of its
-// targets: the hidden command bench-target runs only with it set.
-const benchChildEnv = "USHER_BENCH_CHILD"
+// ChildEnv marks a process usher bench started as one of its targets: the
+// hidden command bench-target runs only with it set.
+const ChildEnv = "USHER_BENCH_CHILD"
 
-// benchProfileEnv, when set to a directory, makes every target process the
+// profileEnv, when set to a directory, makes every target process the
 // throughput scenario starts write its CPU profile there when it stops
 // (usher.cpu.pprof, proxy-tuned.cpu.pprof, ...).
-const benchProfileEnv = "USHER_BENCH_CPUPROFILE"
+const profileEnv = "USHER_BENCH_CPUPROFILE"
 
-// benchTarget is the hidden command bench-target: one server of the
-// throughput scenario in a process of its own, so that its CPU time is its
-// own. It prints "listening ADDR" on stdout once it accepts connections
-// and serves until ctx is done (SIGTERM).
+// Child is the hidden command bench-target, args its arguments: one server
+// of the throughput scenario in a process of its own, so that its CPU time
+// is its own, usher's run by p. It prints "listening ADDR" on stdout once
+// it accepts connections and serves until ctx is done (SIGTERM); a bad
+// command line is ErrUsage, explained on stderr.
 //
 //	bench-target proxy --origin URL [--unpooled]
 //	bench-target usher --dir DIR --rooms FILE --origin URL [--trusted CIDR]
 //	bench-target static --refresh D --max-refresh D
 //	bench-target origin
 //	bench-target load --url URL --workers N --duration D [--header 'Name: value']...
-func (m *Main) benchTarget(ctx context.Context, args []string) error {
+func Child(ctx context.Context, args []string, p *Product, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("bench-target: proxy or usher")
 	}
 	fs := flag.NewFlagSet("bench-target", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	fs.SetOutput(stderr)
 	origin := fs.String("origin", "", "the origin's URL")
 	unpooled := fs.Bool("unpooled", false, "proxy: no buffer pool, as httputil.ReverseProxy is by default")
 	dir := fs.String("dir", "", "usher: the embedded store's directory")
@@ -67,10 +68,10 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	var headers headerList
 	fs.Var(&headers, "header", "load: a header every request carries (Name: value; repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
-		return errUsage
+		return ErrUsage
 	}
 	kind := args[0]
-	if prof := os.Getenv(benchProfileEnv); prof != "" {
+	if prof := os.Getenv(profileEnv); prof != "" {
 		name := kind
 		if kind == "proxy" {
 			name = "proxy-tuned"
@@ -127,13 +128,13 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 	quiet := slog.New(slog.DiscardHandler)
 	switch kind {
 	case "load":
-		return m.loadTarget(ctx, *loadURL, *workers, *duration, headers)
+		return loadTarget(ctx, stdout, *loadURL, *workers, *duration, headers)
 	case "origin":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
 		return server.Serve(ctx, ln, fixedPage(nil), quiet)
 	case "proxy":
 		target, err := url.Parse(*origin)
@@ -144,21 +145,21 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
 		return server.Serve(ctx, ln, referenceProxy(target, !*unpooled), quiet)
 	case "static":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "listening %s\n", ln.Addr())
+		fmt.Fprintf(stdout, "listening %s\n", ln.Addr())
 		return server.Serve(ctx, ln, staticWaiting(*refresh, *maxRefresh), quiet)
 	case "usher":
 		yaml, err := os.ReadFile(*rooms)
 		if err != nil {
 			return err
 		}
-		cfg, err := selfConfig(*dir, string(yaml), *origin)
+		cfg, err := SelfConfig(*dir, string(yaml), *origin)
 		if err != nil {
 			return err
 		}
@@ -166,10 +167,9 @@ func (m *Main) benchTarget(ctx context.Context, args []string) error {
 			cfg.TrustedProxies = strings.Split(*trusted, ",")
 		}
 		cfg.ForwardAuth.Listen = *forwardAuth
-		inner := &Main{Stdout: io.Discard, Stderr: m.Stderr, Ready: func(pub, _ string) {
-			fmt.Fprintf(m.Stdout, "listening %s\n", pub)
-		}}
-		return inner.run(ctx, cfg, quiet, "")
+		return p.Serve(ctx, cfg, quiet, func(pub, _ string) {
+			fmt.Fprintf(stdout, "listening %s\n", pub)
+		})
 	}
 	return fmt.Errorf("bench-target: unknown target %q", kind)
 }
@@ -220,7 +220,7 @@ func startChildOn(ctx context.Context, cpus string, args ...string) (*childTarge
 		return nil, err
 	}
 	cmd := pinnedCommand(cpus, exe, append([]string{"bench-target"}, args...)...)
-	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	cmd.Env = append(os.Environ(), ChildEnv+"=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -309,7 +309,7 @@ func writeTrace(path string, d time.Duration) {
 }
 
 // writeMemProfile writes base.heap.pprof and base.memstats.txt: where the
-// process's memory is, for the profiles benchProfileEnv asks for.
+// process's memory is, for the profiles profileEnv asks for.
 func writeMemProfile(base string) {
 	if f, err := os.Create(base + ".heap.pprof"); err == nil {
 		_ = pprof.Lookup("heap").WriteTo(f, 0)

@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"context"
@@ -30,11 +30,11 @@ import (
 // drains within the 3 minutes of a run at the pace the origin sustains,
 // and not at a third of it.
 const (
-	autopilotOrigin   = "10,160ms-240ms,1s"
+	AutopilotOrigin   = "10,160ms-240ms,1s"
 	autopilotArrivals = "flash:200@10s"
 	autopilotBrowse   = "20s-40s"
 	autopilotEvery    = "exp:2s"
-	autopilotHorizon  = 3 * time.Minute
+	AutopilotHorizon  = 3 * time.Minute
 	// autopilotLoad is the share of the origin's capacity the limits are
 	// sized to sustain.
 	autopilotLoad = 0.8
@@ -50,49 +50,80 @@ const (
 // sustains.
 var autopilotCases = []string{"high", "low"}
 
-// AutopilotBenchCase is one case of usher bench --scenario autopilot: the
+// AutopilotCase is one case of usher bench --scenario autopilot: the
 // limits and each side's figures.
-type AutopilotBenchCase struct {
+type AutopilotCase struct {
 	Case string `json:"case"`
 	// SustainedActive and SustainedPerMinute are what the origin
 	// sustains at autopilotLoad of its capacity; Limits the room's.
-	SustainedActive    int           `json:"sustained_active"`
-	SustainedPerMinute int           `json:"sustained_per_minute"`
-	Limits             bench.Limits  `json:"limits"`
-	Autopilot          string        `json:"autopilot"`
-	Sides              []CompareSide `json:"sides"`
+	SustainedActive    int          `json:"sustained_active"`
+	SustainedPerMinute int          `json:"sustained_per_minute"`
+	Limits             bench.Limits `json:"limits"`
+	Autopilot          string       `json:"autopilot"`
+	Sides              []Side       `json:"sides"`
 }
 
-// AutopilotBenchResult is usher bench --scenario autopilot's output.
-type AutopilotBenchResult struct {
-	Scenario string               `json:"scenario"`
-	Origin   string               `json:"origin"`
-	Capacity float64              `json:"origin_capacity_per_s"`
-	Arrivals string               `json:"arrivals"`
-	Browse   string               `json:"browse"`
-	Every    string               `json:"every"`
-	Seed     uint64               `json:"seed"`
-	Horizon  time.Duration        `json:"horizon_ns"`
-	Cases    []AutopilotBenchCase `json:"cases"`
+// Side is one side of an autopilot case, fixed limits or autopilot: the
+// origin's health and the line's figures, in the fields of usher simulate
+// --compare's sides.
+type Side struct {
+	Name string `json:"name"`
+	// OriginP99Ms and HealthyP99Ms: the origin's p99 over the run and
+	// without load (the control origin's); P99Ratio divides them.
+	OriginP50Ms  float64 `json:"origin_p50_ms"`
+	OriginP99Ms  float64 `json:"origin_p99_ms"`
+	HealthyP99Ms float64 `json:"healthy_p99_ms"`
+	P99Ratio     float64 `json:"p99_ratio"`
+	ErrorRate    float64 `json:"origin_error_rate"`
+	// ThroughputPerS is the successful origin requests a second while
+	// the origin was busy.
+	ThroughputPerS float64 `json:"origin_throughput_per_s"`
+	Requests       int64   `json:"origin_requests"`
+	QueuePeak      int     `json:"queue_peak"`
+	Drained        bool    `json:"drained"`
+	DrainedS       float64 `json:"drained_s"`
+	WaitP50S       float64 `json:"wait_p50_s"`
+	WaitP90S       float64 `json:"wait_p90_s"`
+	Admitted       int     `json:"admitted"`
+	// Visitors is the run's visitors.
+	Visitors int `json:"visitors,omitempty"`
+	Changes  int `json:"autopilot_changes"`
+	// Seconds is the run second by second.
+	Seconds []bench.OriginSecond `json:"seconds,omitempty"`
+	origin  *bench.OriginStats
 }
 
-// benchAutopilot runs each case twice against fresh origins with the same
-// arrivals: the room's limits fixed, then governed by its autopilot.
-func (m *Main) benchAutopilot(ctx context.Context, f *benchFlags) (*AutopilotBenchResult, error) {
-	res := &AutopilotBenchResult{Scenario: "autopilot", Arrivals: f.arrivals, Browse: f.browse, Every: f.every, Seed: f.seed,
-		Origin:   fmt.Sprintf("%d workers, service %v, timeout %v", f.origin.Workers, f.origin.Service, f.origin.Timeout),
-		Capacity: f.origin.Capacity(), Horizon: f.horizon}
+// AutopilotResult is usher bench --scenario autopilot's output.
+type AutopilotResult struct {
+	Scenario string          `json:"scenario"`
+	Origin   string          `json:"origin"`
+	Capacity float64         `json:"origin_capacity_per_s"`
+	Arrivals string          `json:"arrivals"`
+	Browse   string          `json:"browse"`
+	Every    string          `json:"every"`
+	Seed     uint64          `json:"seed"`
+	Horizon  time.Duration   `json:"horizon_ns"`
+	Cases    []AutopilotCase `json:"cases"`
+}
+
+// Autopilot runs the autopilot scenario: each case twice against fresh
+// origins with the same arrivals, the room's limits fixed, then governed
+// by its autopilot.
+func Autopilot(ctx context.Context, f *Config, p *Product) (*AutopilotResult, error) {
+	res := &AutopilotResult{Scenario: "autopilot", Arrivals: f.Arrivals, Browse: f.Browse, Every: f.Every, Seed: f.Seed,
+		Origin:   fmt.Sprintf("%d workers, service %v, timeout %v", f.Origin.Workers, f.Origin.Service, f.Origin.Timeout),
+		Capacity: f.Origin.Capacity(), Horizon: f.Horizon}
 	// A browsing visitor sends a request every Every plus its answer's
 	// latency; at autopilotLoad of the capacity the origin carries
 	// this many of them, each for Browse.
-	cycle := f.model.RequestEvery.Mean() + f.origin.Service.Mean()
-	active := int(autopilotLoad * f.origin.Capacity() * cycle.Seconds())
+	cycle := f.model.RequestEvery.Mean() + f.Origin.Service.Mean()
+	active := int(autopilotLoad * f.Origin.Capacity() * cycle.Seconds())
 	perMinute := int(float64(active) / f.model.Browse.Mean().Minutes())
 	for _, name := range autopilotCases {
-		if f.apCase != "both" && f.apCase != name {
+		if f.Case != "both" && f.Case != name {
 			continue
 		}
-		c := AutopilotBenchCase{Case: name, SustainedActive: active, SustainedPerMinute: perMinute}
+		c := AutopilotCase{Case: name, SustainedActive: active, SustainedPerMinute: perMinute}
 		var block string
 		if name == "high" {
 			c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute = 3*active, 3*perMinute
@@ -105,25 +136,25 @@ func (m *Main) benchAutopilot(ctx context.Context, f *benchFlags) (*AutopilotBen
 			block = fmt.Sprintf("{baseline_samples: 10, concurrency: true, min_total_active_users: %d, min_new_users_per_minute: %d, max_total_active_users: %d, max_new_users_per_minute: %d}",
 				lt, lr, active*3/2, perMinute*3/2)
 		}
-		c.Limits.SessionDuration, c.Limits.RefreshInterval = minSession, f.refresh
+		c.Limits.SessionDuration, c.Limits.RefreshInterval = minSession, f.Refresh
 		c.Autopilot = block
-		c.Sides = make([]CompareSide, 2)
+		c.Sides = make([]Side, 2)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, auto := range []bool{false, true} {
-			if !f.apAtOnce {
-				c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, true)
+			if !f.SidesAtOnce {
+				c.Sides[i], errs[i] = autopilotSide(ctx, f, p, c, auto, true)
 				continue
 			}
 			// At once: no progress lines (two would interleave).
-			wg.Go(func() { c.Sides[i], errs[i] = m.benchAutopilotSide(ctx, f, c, auto, false) })
+			wg.Go(func() { c.Sides[i], errs[i] = autopilotSide(ctx, f, p, c, auto, false) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
-		if f.plot != "" {
-			if err := writeAutopilotPlot(casePlot(f.plot, name), c, res); err != nil {
+		if f.Plot != "" {
+			if err := writeAutopilotPlot(casePlot(f.Plot, name), c, res); err != nil {
 				return nil, fmt.Errorf("--plot: %w", err)
 			}
 		}
@@ -139,7 +170,7 @@ func casePlot(plot, name string) string {
 	return strings.TrimSuffix(plot, ext) + "-" + name + ext
 }
 
-func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchResult) error {
+func writeAutopilotPlot(path string, c AutopilotCase, res *AutopilotResult) error {
 	out, err := os.Create(path)
 	if err != nil {
 		return err
@@ -156,13 +187,13 @@ func writeAutopilotPlot(path string, c AutopilotBenchCase, res *AutopilotBenchRe
 	return out.Close()
 }
 
-// benchAutopilotSide runs one side of a case: usher in this process in
-// front of a fresh origin, loaded by the arrivals, and meanwhile a control
-// origin of the same model at low load (a request every
+// autopilotSide runs one side of a case: usher in this process (run by p)
+// in front of a fresh origin, loaded by the arrivals, and meanwhile a
+// control origin of the same model at low load (a request every
 // autopilotControlEvery), whose p99 over the same time is the healthy one:
 // the machine's own latency (a shared box, its cores busy with other work)
 // weighs on both alike.
-func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c AutopilotBenchCase, auto, progress bool) (CompareSide, error) {
+func autopilotSide(ctx context.Context, f *Config, p *Product, c AutopilotCase, auto, progress bool) (Side, error) {
 	name := "fixed limits"
 	if auto {
 		name = "autopilot"
@@ -180,19 +211,19 @@ func (m *Main) benchAutopilotSide(ctx context.Context, f *benchFlags, c Autopilo
 		wg.Go(func() { _ = server.Serve(ctx, ln, h, quiet) })
 		return "http://" + ln.Addr().String(), nil
 	}
-	control := bench.NewLiveOrigin(f.origin, f.seed+1)
+	control := bench.NewLiveOrigin(f.Origin, f.Seed+1)
 	controlURL, err := serve(control)
 	if err != nil {
-		return CompareSide{}, err
+		return Side{}, err
 	}
-	origin := bench.NewLiveOrigin(f.origin, f.seed)
+	origin := bench.NewLiveOrigin(f.Origin, f.Seed)
 	originURL, err := serve(origin)
 	if err != nil {
-		return CompareSide{}, err
+		return Side{}, err
 	}
 	dir, err := os.MkdirTemp("", "usher-bench-")
 	if err != nil {
-		return CompareSide{}, err
+		return Side{}, err
 	}
 	defer os.RemoveAll(dir)
 	block := ""
@@ -219,20 +250,19 @@ rooms:
 %s`, dir, originURL, c.Limits.TotalActiveUsers, c.Limits.NewUsersPerMinute, c.Limits.SessionDuration, c.Limits.RefreshInterval, block)
 	cfg, err := config.Parse(strings.NewReader(yaml))
 	if err != nil {
-		return CompareSide{}, fmt.Errorf("bench config: %w", err)
+		return Side{}, fmt.Errorf("bench config: %w", err)
 	}
 	type addrs struct{ pub, adm string }
 	ready := make(chan addrs, 1)
-	inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, adm string) { ready <- addrs{pub, adm} }}
 	errc := make(chan error, 1)
-	wg.Go(func() { errc <- inner.run(ctx, cfg, quiet, "") })
+	wg.Go(func() { errc <- p.Serve(ctx, cfg, quiet, func(pub, adm string) { ready <- addrs{pub, adm} }) })
 	var at addrs
 	select {
 	case at = <-ready:
 	case err := <-errc:
-		return CompareSide{}, fmt.Errorf("start usher: %w", err)
+		return Side{}, fmt.Errorf("start usher: %w", err)
 	case <-time.After(20 * time.Second):
-		return CompareSide{}, fmt.Errorf("start usher: not listening after 20 s")
+		return Side{}, fmt.Errorf("start usher: not listening after 20 s")
 	}
 
 	// Second by second: the origin's figures with the room's.
@@ -262,17 +292,16 @@ rooms:
 	cctx, stopControl := context.WithCancel(ctx)
 	controlDone := make(chan error, 1)
 	go func() { controlDone <- autopilotControl(cctx, controlURL) }()
-	pm := &Main{Stderr: io.Discard}
+	var line Progress = noProgress{}
 	if progress {
-		pm = m
+		line = p.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
 	}
-	line := pm.progress("usher bench: limits 3x too " + c.Case + ", " + name + ": ")
 	tl, err := bench.Run(ctx, bench.Config{
 		Target:   "http://" + at.pub + "/",
 		Arrivals: f.arr,
 		Model:    f.model,
-		Seed:     f.seed,
-		Horizon:  f.horizon,
+		Seed:     f.Seed,
+		Horizon:  f.Horizon,
 		MaxConns: 1024,
 		Progress: func(p bench.Progress) { line.Update(p.String()) },
 	})
@@ -284,16 +313,16 @@ rooms:
 		err = fmt.Errorf("control origin: %w", cerr)
 	}
 	if err != nil {
-		return CompareSide{}, err
+		return Side{}, err
 	}
 	healthy := control.Percentile(99)
 	if healthy <= 0 {
-		return CompareSide{}, errors.New("control origin: no answer")
+		return Side{}, errors.New("control origin: no answer")
 	}
 	o := origin.Stats(healthy)
 	o.Changes = changes
 	r := bench.Report(tl, c.Limits)
-	s := CompareSide{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
+	s := Side{Name: name, OriginP50Ms: o.P50Ms, OriginP99Ms: o.P99Ms, HealthyP99Ms: o.HealthyP99Ms, ErrorRate: o.ErrorRate,
 		ThroughputPerS: o.ThroughputPerS, Requests: o.Requests, QueuePeak: r.QueuePeak, Drained: r.QueueDrained,
 		DrainedS: r.QueueDrainedS, WaitP50S: r.WaitP50S, WaitP90S: r.WaitP90S, Admitted: r.Admitted, Visitors: r.Visitors,
 		Changes: o.Changes, Seconds: o.Seconds, origin: o}
@@ -385,8 +414,8 @@ func roomStatus(ctx context.Context, base, room string) (*benchRoomStatus, error
 	return &st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-// writeAutopilotSummary prints the result, one table a case.
-func writeAutopilotSummary(w io.Writer, r *AutopilotBenchResult) error {
+// WriteAutopilotSummary prints an autopilot result, one table a case.
+func WriteAutopilotSummary(w io.Writer, r *AutopilotResult) error {
 	fmt.Fprintf(w, "Origin %s (capacity %.0f requests a second); %s, browsing %s, a request every %s; seed %d, horizon %s.\n",
 		r.Origin, r.Capacity, r.Arrivals, r.Browse, r.Every, r.Seed, bench.Human(r.Horizon))
 	for _, c := range r.Cases {

@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/usherhq/usher/docs/integrations"
 )
 
-// nginxMainConfig is the smallest nginx main config that runs nginx in
+// NginxMainConfig is the smallest nginx main config that runs nginx in
 // dir (its pid file, logs and temporary files there) with the http-level
 // files included, as a recipe would sit in conf.d/. accessLog false turns
 // the access log off (usher bench), else it goes to dir/nginx-access.log.
-func nginxMainConfig(dir string, workers int, accessLog bool, includes ...string) string {
+func NginxMainConfig(dir string, workers int, accessLog bool, includes ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "worker_processes %d;\nerror_log %s/nginx-error.log info;\npid %s/nginx.pid;\n", workers, dir, dir)
 	b.WriteString("events { worker_connections 4096; }\nhttp {\n")
@@ -46,15 +46,9 @@ type nginxProc struct {
 	done chan struct{}
 }
 
-// startNginx checks and runs nginx (bin) with the main config file main,
-// prefix dir, until stop; it returns once every address in addrs
-// accepts connections.
-func startNginx(ctx context.Context, bin, dir, main string, log io.Writer, addrs ...string) (*nginxProc, error) {
-	return startNginxOn(ctx, "", bin, dir, main, log, addrs...)
-}
-
-// startNginxOn is startNginx on the CPUs cpus (a taskset list; empty:
-// any).
+// startNginxOn checks and runs nginx (bin) with the main config file
+// main, prefix dir, on the CPUs cpus (a taskset list; empty: any), until
+// stop; it returns once every address in addrs accepts connections.
 func startNginxOn(ctx context.Context, cpus, bin, dir, main string, log io.Writer, addrs ...string) (*nginxProc, error) {
 	// Started as root, nginx's workers run as another user: they must be
 	// able to enter dir.
@@ -190,7 +184,7 @@ type nginxBench struct {
 // startNginxBench starts nginx (bin) in front of env's origin and usher,
 // with as many workers as there are CPUs (one when pinned to cpus, a
 // taskset list).
-func startNginxBench(ctx context.Context, cpus, bin string, env *selfEnv) (*nginxBench, error) {
+func startNginxBench(ctx context.Context, cpus, bin string, env *Env) (*nginxBench, error) {
 	dir, err := os.MkdirTemp("", "usher-bench-nginx-")
 	if err != nil {
 		return nil, err
@@ -211,7 +205,7 @@ func startNginxBench(ctx context.Context, cpus, bin string, env *selfEnv) (*ngin
 		return fail(fmt.Errorf("nginx bench: usher has no forward-auth listener"))
 	}
 	site, err := integrations.Recipe("nginx.conf", map[string]string{"{{LISTEN}}": usherAddr,
-		"{{USHER}}": strings.TrimPrefix(env.usherURL, "http://"), "{{USHER_AUTH}}": env.authAddr,
+		"{{USHER}}": strings.TrimPrefix(env.UsherURL, "http://"), "{{USHER_AUTH}}": env.authAddr,
 		"{{ORIGIN}}": strings.TrimPrefix(env.originURL, "http://"), "{{AUTH_CACHE}}": filepath.Join(dir, "auth-cache")})
 	if err != nil {
 		return fail(err)
@@ -224,7 +218,7 @@ func startNginxBench(ctx context.Context, cpus, bin string, env *selfEnv) (*ngin
 	for path, body := range map[string]string{
 		sitePath:  site,
 		plainPath: fmt.Sprintf(nginxPlainSite, plainAddr),
-		mainPath:  nginxMainConfig(dir, workers, false, sitePath, plainPath),
+		mainPath:  NginxMainConfig(dir, workers, false, sitePath, plainPath),
 	} {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			return fail(err)

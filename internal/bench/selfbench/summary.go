@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"github.com/usherhq/usher/internal/bench"
 )
 
-// writeBenchSummary writes a bench result in a few sentences for people,
-// before its figures.
-func writeBenchSummary(w io.Writer, out any) {
+// WriteSummary writes a flash-crowd, throughput or standing-room result
+// in a few sentences for people, before its figures.
+func WriteSummary(w io.Writer, out any) {
 	switch r := out.(type) {
 	case *FlashResult:
 		fmt.Fprintf(w, "Flash crowd %s into a room of %s active, %s a minute, %s sessions, %s refresh.\n",
@@ -26,9 +26,9 @@ func writeBenchSummary(w io.Writer, out any) {
 	}
 }
 
-// benchWarnings are the warnings of a bench result: why it may measure
+// Warnings are the warnings of a bench result: why it may measure
 // nothing.
-func benchWarnings(out any) []string {
+func Warnings(out any) []string {
 	switch r := out.(type) {
 	case *FlashResult:
 		return r.Warnings

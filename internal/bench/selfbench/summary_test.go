@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"strings"
@@ -41,5 +41,18 @@ func TestThroughputSummaryTargets(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("all targets: summary lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestBenchWarningsTargets: with --targets, the targets not loaded raise
+// no warning; a loaded one that served nothing does.
+func TestBenchWarningsTargets(t *testing.T) {
+	r := &ThroughputResult{Targets: []string{"admitted", "proxy-tuned"}, Admitted: Figure{RPS: 10}}
+	ws := Warnings(r)
+	if len(ws) != 1 || !strings.HasPrefix(ws[0], "proxy-tuned: no request succeeded") {
+		t.Errorf("warnings %q: want one, for proxy-tuned", ws)
+	}
+	if ws := Warnings(&ThroughputResult{}); len(ws) != 6 {
+		t.Errorf("all targets loaded, none served: %d warnings %q, want 6", len(ws), ws)
 	}
 }

@@ -1,11 +1,10 @@
-package main
+package selfbench
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,23 +14,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/usherhq/usher"
-	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/server"
-	"github.com/usherhq/usher/internal/store/redis"
 	"github.com/usherhq/usher/internal/ticket"
 )
 
-// selfEnv is usher bench --self: a sample origin and usher in front of
-// it, on loopback, in this process unless said otherwise (selfOptions);
-// with reference proxies for the throughput scenario.
-type selfEnv struct {
+// Env is usher bench --self: a sample origin and usher in front of it, on
+// loopback, in this process unless said otherwise (selfOptions); with
+// reference proxies for the throughput scenario.
+type Env struct {
 	origin    *bench.Origin
 	originURL string
-	usherURL  string
-	// usherURLs are every usher node's URL, usherURL first
+	// UsherURL is usher's (the first node's) public URL.
+	UsherURL string
+	// usherURLs are every usher node's URL, UsherURL first
 	// (selfOptions.nodes).
 	usherURLs []string
 	// tuned and unpooled are the reference proxies to the origin, each in
@@ -48,17 +45,21 @@ type selfEnv struct {
 	// authAddr is usher's private forward-auth listener (host:port) when
 	// it runs in its own process, for nginx's recipe; empty otherwise.
 	authAddr string
-	// redis is usher's store when it runs on Redis (selfOptions.redis),
-	// for its call counter; nil on the embedded store.
-	redis *redis.Store
+	// calls counts the commands usher's store sent when it runs on Redis
+	// (selfOptions.redis: redis.Store.Calls); nil on the embedded store.
+	calls func() int64
 	// embeddedURL is a second usher, on the embedded store, with the same
 	// rooms and origin (selfOptions.compareEmbedded); empty without.
 	embeddedURL string
-	// engines are the engines of the usher nodes started in this process,
-	// for their counters.
-	engines []*admission.Engine
-	stop    func()
+	// nodes are the usher nodes started in this process on Redis, for
+	// their counters.
+	nodes []*Node
+	stop  func()
 }
+
+// Stop stops the environment: usher, the origin and every process it
+// started.
+func (env *Env) Stop() { env.stop() }
 
 // selfOptions choose the self environment's store.
 type selfOptions struct {
@@ -79,22 +80,22 @@ type selfOptions struct {
 	// clockSlack, with redis, is the nodes' store.redis.clock_slack (nil:
 	// its default).
 	clockSlack *time.Duration
-	// proxies starts the reference proxies (selfEnv.tuned, .unpooled).
+	// proxies starts the reference proxies (Env.tuned, .unpooled).
 	proxies bool
 	// separate runs usher in a process of its own (embedded store only),
 	// so that its CPU time can be read apart from the load generator's.
 	separate bool
-	// originProc runs the origin in a process of its own (selfEnv.originProc;
+	// originProc runs the origin in a process of its own (Env.originProc;
 	// the fixed page only), and pin is the CPUs (a taskset list) of every
 	// process the environment starts, empty: any (usher bench --external).
 	originProc bool
 	pin        string
 }
 
-// selfConfig is the self environment's usher config: rooms (YAML of the
+// SelfConfig is the self environment's usher config: rooms (YAML of the
 // rooms list, with %s where the origin URL goes) on the embedded store in
 // dir.
-func selfConfig(dir, rooms, originURL string) (*config.Config, error) {
+func SelfConfig(dir, rooms, originURL string) (*config.Config, error) {
 	cfg, err := config.Parse(strings.NewReader(fmt.Sprintf("listen: 127.0.0.1:0\nstore:\n  embedded:\n    path: %s\nrooms:\n%s",
 		dir, strings.ReplaceAll(rooms, "%s", originURL))))
 	if err != nil {
@@ -103,18 +104,19 @@ func selfConfig(dir, rooms, originURL string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// startSelf starts the environment with rooms (YAML of the rooms list, with
-// %s where the origin URL goes), usher on the embedded store.
-func (m *Main) startSelf(ctx context.Context, rooms string) (*selfEnv, error) {
-	return m.startSelfWith(ctx, rooms, selfOptions{})
+// StartSelf starts the environment with rooms (YAML of the rooms list, with
+// %s where the origin URL goes), usher on the embedded store in this
+// process, run by p.
+func StartSelf(ctx context.Context, rooms string, p *Product) (*Env, error) {
+	return startSelfWith(ctx, rooms, selfOptions{}, p)
 }
 
 // startSelfWith starts the environment with rooms and opts.
-func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions) (*selfEnv, error) {
+func startSelfWith(ctx context.Context, rooms string, opts selfOptions, p *Product) (*Env, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var closers []func() error
-	env := &selfEnv{origin: bench.NewOrigin("bench shop")}
+	env := &Env{origin: bench.NewOrigin("bench shop")}
 	fixed := fixedPage(env.origin)
 	quiet := slog.New(slog.DiscardHandler)
 	serve := func(h http.Handler) (string, error) {
@@ -138,7 +140,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		}
 		os.RemoveAll(dir)
 	}
-	fail := func(err error) (*selfEnv, error) {
+	fail := func(err error) (*Env, error) {
 		env.stop()
 		return nil, err
 	}
@@ -177,23 +179,22 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 			return fail(err)
 		}
 		closers = append(closers, func() error { env.usherProc.stop(); return nil })
-		env.usherURL = env.usherProc.url
+		env.UsherURL = env.usherProc.url
 		return env, nil
 	}
-	cfg, err := selfConfig(dir, rooms, env.originURL)
+	cfg, err := SelfConfig(dir, rooms, env.originURL)
 	if err != nil {
 		return fail(err)
 	}
 	cfg.TrustedProxies = opts.trusted
 	if opts.redis == "" {
 		ready := make(chan string, 1)
-		inner := &Main{Stdout: io.Discard, Stderr: io.Discard, Ready: func(pub, _ string) { ready <- pub }}
 		errc := make(chan error, 1)
-		wg.Go(func() { errc <- inner.run(ctx, cfg, quiet, "") })
+		wg.Go(func() { errc <- p.Serve(ctx, cfg, quiet, func(pub, _ string) { ready <- pub }) })
 		select {
 		case pub := <-ready:
-			env.usherURL = "http://" + pub
-			env.usherURLs = []string{env.usherURL}
+			env.UsherURL = "http://" + pub
+			env.usherURLs = []string{env.UsherURL}
 		case err := <-errc:
 			return fail(fmt.Errorf("start usher: %w", err))
 		case <-time.After(20 * time.Second):
@@ -203,7 +204,7 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 	}
 
 	// On Redis, usher's store must be at hand for its call counter, which
-	// run does not give out: the node is wired here as run wires it.
+	// Serve does not give out: the nodes are started with StartNode.
 	// Both ushers seal with one key given in the config, so that nothing
 	// stays in Redis but the rooms' keys, which expire. A prefix of this
 	// run's own keeps earlier runs' counters out.
@@ -221,68 +222,51 @@ func (m *Main) startSelfWith(ctx context.Context, rooms string, opts selfOptions
 		KeyPrefix:  "usher-bench-" + hex.EncodeToString(tag[:]),
 		ClockSlack: opts.clockSlack,
 	}
-	start := func(cfg *config.Config) (string, usher.Store, error) {
-		store, engineOpts, err := openStore(ctx, cfg, quiet)
-		if err != nil {
-			return "", nil, err
+	start := func(cfg *config.Config) (*Node, error) {
+		n, err := p.StartNode(ctx, &wg, cfg, quiet)
+		if n != nil && n.Store != nil {
+			closers = append(closers, n.Store.Close)
 		}
-		closers = append(closers, store.Close)
-		u, n, err := startNode(ctx, &wg, cfg, quiet, store, engineOpts)
-		if n != nil {
-			env.engines = append(env.engines, n.engine)
-		}
-		return u, store, err
+		return n, err
 	}
-	var store usher.Store
-	if env.usherURL, store, err = start(cfg); err != nil {
+	first, err := start(cfg)
+	if err != nil {
 		return fail(fmt.Errorf("start usher on redis: %w", err))
 	}
-	env.redis, _ = store.(*redis.Store)
-	env.usherURLs = []string{env.usherURL}
+	env.nodes = append(env.nodes, first)
+	if c, ok := first.Store.(interface{ Calls() int64 }); ok {
+		env.calls = c.Calls
+	}
+	env.UsherURL = first.URL
+	env.usherURLs = []string{env.UsherURL}
 	for range opts.nodes - 1 {
 		// Further nodes on the same store, each with its own client.
-		more, err := selfConfig(dir, rooms, env.originURL)
+		more, err := SelfConfig(dir, rooms, env.originURL)
 		if err != nil {
 			return fail(err)
 		}
 		more.TrustedProxies, more.Keys, more.Store.Redis = opts.trusted, keys, cfg.Store.Redis
-		u, _, err := start(more)
+		n, err := start(more)
 		if err != nil {
 			return fail(fmt.Errorf("start usher node %d on redis: %w", len(env.usherURLs)+1, err))
 		}
-		env.usherURLs = append(env.usherURLs, u)
+		env.nodes = append(env.nodes, n)
+		env.usherURLs = append(env.usherURLs, n.URL)
 	}
 	if opts.compareEmbedded {
-		embedded, err := selfConfig(dir, rooms, env.originURL)
+		embedded, err := SelfConfig(dir, rooms, env.originURL)
 		if err != nil {
 			return fail(err)
 		}
 		embedded.TrustedProxies = opts.trusted
 		embedded.Keys = keys
-		if env.embeddedURL, _, err = start(embedded); err != nil {
+		n, err := start(embedded)
+		if err != nil {
 			return fail(fmt.Errorf("start usher on the embedded store: %w", err))
 		}
+		env.embeddedURL = n.URL
 	}
 	return env, nil
-}
-
-// startNode serves cfg's rooms over store on a public listener until ctx
-// is done, as Main.run does (the same engine, metrics, gate and handler
-// stack; no admin listener, no reloading), and returns its URL. The caller
-// closes store after wg is done.
-func startNode(ctx context.Context, wg *sync.WaitGroup, cfg *config.Config, log *slog.Logger, store usher.Store, engineOpts admission.Options) (string, *node, error) {
-	n, err := newNode(ctx, cfg, log, store, engineOpts)
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return "", nil, fmt.Errorf("listen: %w", err)
-	}
-	wg.Go(func() { _ = server.Serve(ctx, ln, n.handler, log) })
-	n.events.node += " " + ln.Addr().String()
-	n.background(ctx, wg, cfg, store, log)
-	return "http://" + ln.Addr().String(), n, nil
 }
 
 // fixedPage is the origin the throughput scenario measures: a fixed 1 KB

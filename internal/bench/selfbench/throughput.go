@@ -1,4 +1,4 @@
-package main
+package selfbench
 
 import (
 	"context"
@@ -35,8 +35,8 @@ const throughputRooms = `  - id: open
     json_response_enabled: true
 `
 
-// throughputTargets are the throughput scenario's targets (--targets).
-var throughputTargets = []string{"origin", "proxy-tuned", "proxy-unpooled", "admitted", "new", "checkin", "nginx-proxy", "nginx-usher"}
+// ThroughputTargets are the throughput scenario's targets (--targets).
+var ThroughputTargets = []string{"origin", "proxy-tuned", "proxy-unpooled", "admitted", "new", "checkin", "nginx-proxy", "nginx-usher"}
 
 // ThroughputResult is usher bench --scenario throughput's output. Each
 // target's figures are medians over the rounds; the ratios are medians of
@@ -130,27 +130,30 @@ type Figure struct {
 	CPUus float64 `json:"cpu_us_per_request,omitempty"`
 }
 
-func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputResult, error) {
+// Throughput runs the throughput scenario: rounds of loads of the origin,
+// the reference proxies, usher's paths and (with nginx on PATH) nginx
+// alone and asking usher, each round loading every target once.
+func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, error) {
 	nginxBin, _ := exec.LookPath("nginx")
-	opts := selfOptions{redis: f.redis, cluster: f.redisCluster, compareEmbedded: f.compareEmbedded,
+	opts := selfOptions{redis: f.Redis, cluster: f.RedisCluster, compareEmbedded: f.CompareEmbedded,
 		proxies: true, separate: true}
 	var gen *externalGenerator
 	var pin pinning
-	if f.external {
+	if f.External {
 		pin = externalPinning()
 		opts.originProc, opts.pin = true, pin.servers
-		gen = &externalGenerator{cpus: pin.generator, workers: f.workers, threads: min(2, f.workers), dur: f.duration}
+		gen = &externalGenerator{cpus: pin.generator, workers: f.Workers, threads: min(2, f.Workers), dur: f.Duration}
 		gen.wrk, _ = exec.LookPath("wrk")
 	}
 	if nginxBin != "" {
 		// nginx asks usher's forward auth from loopback.
 		opts.trusted = []string{"127.0.0.1/32"}
 	}
-	env, err := m.startSelfWith(ctx, throughputRooms, opts)
+	env, err := startSelfWith(ctx, throughputRooms, opts, p)
 	if err != nil {
 		return nil, err
 	}
-	defer env.stop()
+	defer env.Stop()
 	var ngx *nginxBench
 	if nginxBin != "" {
 		if ngx, err = startNginxBench(ctx, pin.servers, nginxBin, env); err != nil {
@@ -159,7 +162,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		defer ngx.stop()
 	}
 	// Hold the full room's one place.
-	for _, u := range []string{env.usherURL, env.embeddedURL} {
+	for _, u := range []string{env.UsherURL, env.embeddedURL} {
 		if u == "" {
 			continue
 		}
@@ -189,9 +192,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		{"origin", bench.LoadConfig{URL: env.originURL + "/open", Expect: fromOrigin}, originCPU},
 		{"proxy-tuned", bench.LoadConfig{URL: env.tuned.url + "/open", Expect: fromOrigin}, env.tuned.cpu},
 		{"proxy-unpooled", bench.LoadConfig{URL: env.unpooled.url + "/open", Expect: fromOrigin}, env.unpooled.cpu},
-		{"admitted", bench.LoadConfig{URL: env.usherURL + "/open", Cookies: true, Expect: fromOrigin}, usherCPU},
-		{"new", bench.LoadConfig{URL: env.usherURL + "/open", Expect: fromOrigin}, usherCPU},
-		{"checkin", bench.LoadConfig{URL: env.usherURL + "/full", Cookies: true, Expect: isWaiting}, usherCPU},
+		{"admitted", bench.LoadConfig{URL: env.UsherURL + "/open", Cookies: true, Expect: fromOrigin}, usherCPU},
+		{"new", bench.LoadConfig{URL: env.UsherURL + "/open", Expect: fromOrigin}, usherCPU},
+		{"checkin", bench.LoadConfig{URL: env.UsherURL + "/full", Cookies: true, Expect: isWaiting}, usherCPU},
 	}
 	if ngx != nil {
 		targets = append(targets,
@@ -207,9 +210,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		var paired []target
 		for _, tg := range targets {
 			paired = append(paired, tg)
-			if strings.HasPrefix(tg.cfg.URL, env.usherURL+"/") {
+			if strings.HasPrefix(tg.cfg.URL, env.UsherURL+"/") {
 				tg.name += "-embedded"
-				tg.cfg.URL = env.embeddedURL + strings.TrimPrefix(tg.cfg.URL, env.usherURL)
+				tg.cfg.URL = env.embeddedURL + strings.TrimPrefix(tg.cfg.URL, env.UsherURL)
 				paired = append(paired, tg)
 			}
 		}
@@ -221,10 +224,10 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 	// through nginx, each round.
 	cpuPerReq := map[string][]float64{}
 	var usherPerAuth []float64
-	line := m.progress("usher bench: ")
+	line := p.progress("usher bench: ")
 	defer line.Done()
-	loads, done := f.rounds*len(targets), 0
-	for round := range f.rounds {
+	loads, done := f.Rounds*len(targets), 0
+	for round := range f.Rounds {
 		order := slices.Clone(targets)
 		if round%2 == 1 && env.embeddedURL != "" {
 			// Every other round, the embedded twin goes first.
@@ -235,12 +238,12 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			}
 		}
 		for _, tg := range order {
-			line.Update(fmt.Sprintf("round %d of %d, loading %s (%d of %d loads done)", round+1, f.rounds, tg.name, done, loads))
+			line.Update(fmt.Sprintf("round %d of %d, loading %s (%d of %d loads done)", round+1, f.Rounds, tg.name, done, loads))
 			done++
 			cfg := tg.cfg
-			cfg.Workers, cfg.Duration = f.workers, f.duration
+			cfg.Workers, cfg.Duration = f.Workers, f.Duration
 			cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
-			cfg.Transport.(*http.Transport).MaxIdleConnsPerHost = f.workers
+			cfg.Transport.(*http.Transport).MaxIdleConnsPerHost = f.Workers
 			if strings.HasPrefix(tg.name, "checkin") {
 				// Waiters check in with JSON, as apps do.
 				cfg.Transport = acceptJSON{cfg.Transport}
@@ -254,8 +257,8 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 				}
 			}
 			var before int64
-			if env.redis != nil {
-				before = env.redis.Calls()
+			if env.calls != nil {
+				before = env.calls()
 			}
 			var cpuBefore, usherBefore time.Duration
 			if tg.cpu != nil {
@@ -285,11 +288,11 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 			if tg.name == "nginx-usher" && usherCPU != nil {
 				usherPerAuth = append(usherPerAuth, us(usherCPU()-usherBefore))
 			}
-			if env.redis != nil {
+			if env.calls != nil {
 				// Every answer counts, the unexpected ones too, and so do
 				// the cookie visitors' first requests, made before the
 				// clock starts: served and calls alike.
-				calls[tg.name] += env.redis.Calls() - before
+				calls[tg.name] += env.calls() - before
 				served[tg.name] += int64(n)
 			}
 			byName[tg.name] = append(byName[tg.name], res)
@@ -311,9 +314,9 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		Scenario:                "throughput",
 		Store:                   "embedded",
 		Generator:               "in-process",
-		Rounds:                  f.rounds,
-		Workers:                 f.workers,
-		DurationS:               f.duration.Seconds(),
+		Rounds:                  f.Rounds,
+		Workers:                 f.Workers,
+		DurationS:               f.Duration.Seconds(),
 		Origin:                  fig("origin"),
 		ProxyTuned:              fig("proxy-tuned"),
 		ProxyUnpooled:           fig("proxy-unpooled"),
@@ -337,7 +340,7 @@ func (m *Main) benchThroughput(ctx context.Context, f *benchFlags) (*ThroughputR
 		res.AdmittedVsNginxProxy = ratio("admitted", "nginx-proxy")
 		res.UsherCPUPerAuthUs = median(usherPerAuth)
 	}
-	if env.redis == nil {
+	if env.calls == nil {
 		return res, nil
 	}
 	perCall := func(name string) float64 {
