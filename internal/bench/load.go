@@ -157,3 +157,38 @@ func loadOnce(ctx context.Context, c *http.Client, url string, jar *cookies, exp
 	}
 	return expect == nil || expect(resp), nil
 }
+
+// StartLine puts n visitors in the line of the room at url, ahead of any
+// load started after the next whole second (a later arrival second), and
+// keeps them live: each checks in every `every` (with the client's
+// cookies and headers) until stop is called, which returns when they have
+// stopped. Their answers are not measured.
+func StartLine(ctx context.Context, rt http.RoundTripper, url string, n int, every time.Duration) (stop func(), err error) {
+	client := &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	jars := make([]*cookies, n)
+	for i := range jars {
+		jars[i] = &cookies{}
+		if _, err := loadOnce(ctx, client, url, jars[i], nil); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, jar := range jars {
+		wg.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					_, _ = loadOnce(ctx, client, url, jar, nil)
+				}
+			}
+		})
+	}
+	// The load's visitors arrive in a later second than the line's.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	return func() { cancel(); wg.Wait() }, nil
+}

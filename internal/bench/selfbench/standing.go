@@ -297,23 +297,8 @@ func freeLoopback() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// cpuSeconds returns a process's user and system CPU time in seconds
-// (Linux), or 0.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's closing parenthesis; utime and stime
-	// are the 12th and 13th of them, in clock ticks (100 a second).
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100
-}
+// cpuSeconds returns a process's CPU time in seconds (Linux), or 0.
+func cpuSeconds(pid int) float64 { return procCPU(pid).Seconds() }
 
 // rssMB returns a process's resident memory in MB (Linux), or 0.
 func rssMB(pid int) float64 {

@@ -13,8 +13,10 @@ import (
 )
 
 // throughputRooms: "open" admits everyone (admitted visitors and new
-// visitors are measured there); "full" holds its one place, so that
-// visitors there wait and check in.
+// visitors are measured there); "full" holds its one place and admits one
+// a minute, so that visitors there wait and check in: behind a line kept
+// ahead of them (lineAhead), far back (see docs/scaling.md, "Check-ins
+// far back in the line").
 const throughputRooms = `  - id: open
     origin: %s
     routes:
@@ -29,11 +31,16 @@ const throughputRooms = `  - id: open
     routes:
       - path: /full
     total_active_users: 1
-    new_users_per_minute: 1000000000
+    new_users_per_minute: 1
     session_duration: 1h
     refresh_interval: 1s
     json_response_enabled: true
 `
+
+// lineAhead is the line kept ahead of the check-in target's waiters: with
+// one place, one admission a minute and check-ins every second, a waiter
+// with two or more ahead is far back.
+const lineAhead = 8
 
 // ThroughputTargets are the throughput scenario's targets (--targets).
 var ThroughputTargets = []string{"origin", "proxy-tuned", "proxy-unpooled", "admitted", "new", "checkin", "nginx-proxy", "nginx-usher"}
@@ -135,6 +142,11 @@ type Figure struct {
 // alone and asking usher, each round loading every target once.
 func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, error) {
 	nginxBin, _ := exec.LookPath("nginx")
+	if f.Redis != "" {
+		// On Redis, usher runs in the bench process, with no forward-auth
+		// listener of its own for nginx to ask.
+		nginxBin = ""
+	}
 	opts := selfOptions{redis: f.Redis, cluster: f.RedisCluster, compareEmbedded: f.CompareEmbedded,
 		proxies: true, separate: true}
 	var gen *externalGenerator
@@ -248,6 +260,14 @@ func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, 
 				// Waiters check in with JSON, as apps do.
 				cfg.Transport = acceptJSON{cfg.Transport}
 			}
+			var stopLine func()
+			if strings.HasPrefix(tg.name, "checkin") {
+				// The waiters measured arrive behind a line that checks in
+				// as pages do: far back, as most of a long line is.
+				if stopLine, err = bench.StartLine(ctx, cfg.Transport, cfg.URL, lineAhead, 900*time.Millisecond); err != nil {
+					return nil, fmt.Errorf("round %d, %s: the line ahead: %w", round+1, tg.name, err)
+				}
+			}
 			var ext externalLoad
 			if gen != nil {
 				// The visitor's cookie and a first answer, before the
@@ -272,6 +292,9 @@ func Throughput(ctx context.Context, f *Config, p *Product) (*ThroughputResult, 
 				res, err = gen.run(ctx, ext)
 			} else {
 				res, err = bench.Load(ctx, cfg)
+			}
+			if stopLine != nil {
+				stopLine()
 			}
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, tg.name, err)
