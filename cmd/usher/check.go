@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admin"
+	"github.com/usherhq/usher/internal/admission"
 	"github.com/usherhq/usher/internal/config"
+	"github.com/usherhq/usher/internal/store/redis"
 )
 
 func (m *Main) check(ctx context.Context, args []string) error {
@@ -30,6 +34,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	if err := cfg.Explain(m.Stdout); err != nil {
 		return err
 	}
+	explainLayout(m.Stdout, cfg)
 	if *addr == "" {
 		fmt.Fprintln(m.Stdout, "\nRuntime overrides (changes made through the admin API, kept in the store over this file) were not checked:"+
 			" pass --admin ADDR and --token (or USHER_ADMIN and USHER_TOKEN) to ask the running usher (the embedded store cannot be opened while usher runs).")
@@ -132,4 +137,28 @@ func configError(path string, err error) error {
 		return fmt.Errorf("%s is not valid:\n%w", path, err)
 	}
 	return err
+}
+
+// explainLayout says, on Redis, where each room's state lives and from
+// how far back in its line check-ins are answered without a call of their
+// own (docs/scaling.md, "Check-ins far back in the line").
+func explainLayout(w io.Writer, cfg *config.Config) {
+	if cfg.Store.Redis == nil {
+		return
+	}
+	fmt.Fprintln(w, "\nLayout on Redis: each room's state shares one hash slot, so a room lives on one Redis shard (one core);"+
+		" a room spanning shards is not built (docs/scaling.md).")
+	for i := range cfg.Rooms {
+		rm := &cfg.Rooms[i]
+		s := &rm.Settings
+		if s.QueueingMethod != usher.FIFO && s.QueueingMethod != "" {
+			fmt.Fprintf(w, "  room %s: %s: every check-in is one call (a draw needs the room's counts).\n", rm.ID, s.QueueingMethod)
+			continue
+		}
+		iv := admission.MaxInterval(s)
+		wait := iv + admission.MaxJitter(iv) + admission.Grace(iv)
+		fmt.Fprintf(w, "  room %s: check-ins and new visitors with %d or more live waiters ahead are far back:"+
+			" answered from each node's view and batched (its %d places, and %d a minute over two of the longest intervals, %v).\n",
+			rm.ID, redis.FarMargin(s.TotalActiveUsers, s.NewUsersPerMinute, wait), s.TotalActiveUsers, s.NewUsersPerMinute, iv)
+	}
 }

@@ -159,15 +159,23 @@ func (s *Store) FarBackStats() FarBackStats {
 }
 
 // farMargin returns the fewest live waiters ahead of a check-in for which
-// it is far back: every place, and every admission the rate allows in two
-// of its check-in intervals and two seconds more (a view up to two
+// it is far back (FarMargin, by op's limits and the time its count is to
+// run: its interval and grace).
+func farMargin(op *usher.AdmitOp) int64 {
+	return FarMargin(op.TotalActiveUsers, op.NewUsersPerMinute, time.Duration(op.WaitExp-op.Now.Unix())*time.Second)
+}
+
+// FarMargin returns the fewest live waiters ahead of a check-in for which
+// it is far back, in a room of total places admitting perMinute a minute,
+// its count to run for wait: every place, and every admission the rate
+// allows in two of its intervals and two seconds more (a view up to two
 // seconds old). No such waiter can be admitted at this check-in, however
 // many places have freed since the view was read, nor be reached by the
 // front before its next check-in.
-func farMargin(op *usher.AdmitOp) int64 {
-	iv := op.WaitExp - op.Now.Unix()
+func FarMargin(total, perMinute int, wait time.Duration) int64 {
+	iv := int64(wait / time.Second)
 	minutes := (2*iv + 2 + 59) / 60
-	return int64(op.TotalActiveUsers) + int64(op.NewUsersPerMinute)*max(minutes, 1)
+	return int64(total) + int64(perMinute)*max(minutes, 1)
 }
 
 // farEligible reports whether op is one a view may answer: a waiting
