@@ -20,9 +20,10 @@ import (
 // shorter rounds), as a ratio against the reference loaded in the same
 // rounds, never a wall-clock time, and fails when it falls past its limit.
 // Two figures guard each row: its headline, a rate against the
-// reference's, which must stay above a floor; and the CPU time usher's
-// process spends per request against the reference's, which must stay
-// under a ceiling. The rate alone is blind on a shared machine: a
+// reference's, which must stay above a floor; and the work usher does per
+// request, which must stay within its limit: the CPU time usher's process
+// spends per request against the reference's (a ceiling), or on Redis the
+// requests per command sent (a floor). The rate alone is blind on a shared machine: a
 // regression that made each admitted request cost 1.6x the CPU (64 KB
 // more allocated) left the in-process rate ratio at 0.87x in one run,
 // within the noise; the CPU ratio went from about 1.0 to 1.6. The
