@@ -81,6 +81,8 @@ type guardResult struct {
 	} `json:"nginx_proxy"`
 	AdmittedRedisVsEmbedded float64 `json:"admitted_redis_vs_embedded"`
 	AdmittedPerRedisCall    float64 `json:"admitted_requests_per_redis_call"`
+	CheckInRedisVsEmbedded  float64 `json:"checkin_redis_vs_embedded"`
+	CheckInPerRedisCall     float64 `json:"checkin_requests_per_redis_call"`
 }
 
 // The guards' modes.
@@ -106,6 +108,7 @@ func claimGuards() []claimGuard {
 		admittedExt = "admitted visitor's request through usher, against `proxy-tuned`, **from outside**"
 		nginxUsher  = "nginx asking usher (forward auth"
 		redis       = "admitted visitors on a Redis-backed node, against the embedded store"
+		farCheckIn  = "a waiter's check-in far back in a line (behind a line kept ahead of it) on a Redis-backed node"
 	)
 	return []claimGuard{
 		// Runs of the unchanged code below: the range of the guard's
@@ -185,6 +188,20 @@ func claimGuards() []claimGuard {
 			figure:     func(r guardResult) float64 { return r.AdmittedPerRedisCall },
 			documented: "no round trip on that path", floor: 10,
 		},
+		{
+			// Runs 0.84-1.45; with a call each (far-back answers off),
+			// 0.35-0.41.
+			name: "far-back check-in on Redis/embedded rate", row: farCheckIn, mode: guardRedis,
+			figure:     func(r guardResult) float64 { return r.CheckInRedisVsEmbedded },
+			documented: "**1.10x**", value: 1.10, floor: 0.55,
+		},
+		{
+			// Check-ins over the commands sent to Redis meanwhile: runs
+			// 23-25; a call each makes it 1 or less.
+			name: "far-back check-ins per Redis call", row: farCheckIn, mode: guardRedis,
+			figure:     func(r guardResult) float64 { return r.CheckInPerRedisCall },
+			documented: "where a call each gives one", floor: 5,
+		},
 	}
 }
 
@@ -204,8 +221,9 @@ const (
 	guardExtWorkers  = "64"
 	guardExtTargets  = "proxy-tuned,admitted"
 	guardNginx       = ",nginx-proxy,nginx-usher"
-	// On Redis: the admitted visitor and its twin on the embedded store.
-	guardRedisRounds   = "5"
+	// On Redis: the admitted visitor and a far-back waiter's check-in, and
+	// their twins on the embedded store.
+	guardRedisRounds   = "4"
 	guardRedisDuration = "1s"
 )
 
@@ -259,7 +277,7 @@ func TestE2EProxyBenchGuards(t *testing.T) {
 				// documented command ran without nginx.
 				t.Setenv("PATH", pathWithout(t, "nginx"))
 				args = append(args, "--redis", rd.Addr(), "--compare-embedded", "--rounds", guardRedisRounds,
-					"--duration", guardRedisDuration, "--workers", guardInWorkers, "--targets", "admitted")
+					"--duration", guardRedisDuration, "--workers", guardInWorkers, "--targets", "admitted,checkin")
 			}
 			run := func() guardResult {
 				code, out, errs := runMain(t, args...)
