@@ -9,7 +9,9 @@ import (
 
 // Calls returns the number of commands this Store has sent to the server
 // since Open, each one a request and its reply (a round trip, though the
-// client may pipeline concurrent ones on one connection): one per Admit,
+// client may pipeline concurrent ones on one connection): one per Admit
+// (none for a check-in or new visitor far back in a long line: a view
+// read a second and a batch call every 100 ms instead, see farback.go),
 // Touch, Stats, LoadKeys and SaveKeys, the PING of Open, and the retry of a
 // script the server did not have cached (EVALSHA, then EVAL). Touch with
 // nothing to change sends none.

@@ -81,7 +81,12 @@ type farRoom struct {
 	// margin is the least number of live waiters ahead of a check-in,
 	// as the room's last admission op worked it out from its limits, for
 	// which an early check-in (Peek) is answered from the view.
-	margin  int64
+	margin int64
+	// waiting is the room's live waiters as this node last learnt them
+	// (an answer's or a view's); no view is read while it is below the
+	// margin: nobody is far back in a short line, and a room's view costs
+	// a call a second.
+	waiting int64
 	pending []move
 	// broken is when the room's far-back check-ins may use batches again
 	// after a batch failed (unix ms of the op clock).
@@ -291,7 +296,7 @@ func (s *Store) view(ctx context.Context, room string, now time.Time, margin int
 	}
 	v := r.view
 	stale := v == nil || now.Sub(v.at) >= f.opts.ViewEvery || v.at.After(now.Add(f.opts.ViewEvery))
-	read := stale && !r.refreshing
+	read := stale && !r.refreshing && r.waiting >= r.margin && r.margin > 0
 	if read {
 		r.refreshing = true
 	}
@@ -323,6 +328,7 @@ func (s *Store) readView(ctx context.Context, room string, now time.Time) *roomV
 	if err == nil {
 		v.at = now
 		r.view = v
+		r.waiting = v.stats.Waiting
 	}
 	f.mu.Unlock()
 	if err != nil {
@@ -390,6 +396,23 @@ func parseView(res valkey.ValkeyResult) (*roomView, error) {
 		v.total += max(c.n, 0)
 	}
 	return v, nil
+}
+
+// learn notes room's live waiters from an answer of the store: a view is
+// read only while the line may be long enough for anyone to be far back.
+func (s *Store) learn(room string, waiting int64) {
+	f := s.far
+	if f.opts.Off {
+		return
+	}
+	f.mu.Lock()
+	r := f.rooms[room]
+	if r == nil {
+		r = &farRoom{}
+		f.rooms[room] = r
+	}
+	r.waiting = waiting
+	f.mu.Unlock()
 }
 
 // fan is the counts per page of the waiting trees (FAN in the scripts).

@@ -199,6 +199,7 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 		return usher.AdmitResult{}, err
 	}
 	s.remember(room, op.Now, v[6], v[7])
+	s.learn(room, v[3])
 	return usher.AdmitResult{
 		Admitted:   v[0] == 1,
 		Ahead:      v[1],
@@ -268,6 +269,7 @@ func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int
 	if err := ints("peek", s.run(ctx, s.scripts.peek, rk[:5], args), v[:]); err != nil {
 		return 0, usher.RoomStats{}, err
 	}
+	s.learn(room, v[2])
 	return v[0], usher.RoomStats{Active: v[1], Waiting: v[2], AdmittedLastMinute: v[3]}, nil
 }
 
