@@ -50,8 +50,9 @@ type FarBack struct {
 	// use it (zero: 1s). A view older than twice that is not used.
 	ViewEvery time.Duration
 	// MaxPages bounds a view: the pages of 64 buckets' counts it holds
-	// (zero: 16384, a million distinct arrival seconds). A room whose line
-	// spreads over more answers every check-in with a call of its own.
+	// (zero: 4096, 262,144 arrival seconds, three days; a node then holds
+	// at most 4 MB of a room's view). A room whose line spreads over more
+	// answers every check-in with a call of its own.
 	MaxPages int
 	// Manual, for tests: no goroutine; a stale view is read by the call
 	// that finds it stale, and batches are applied by FlushMoves.
@@ -136,7 +137,7 @@ func newFarBack(o FarBack) *farBack {
 		o.ViewEvery = time.Second
 	}
 	if o.MaxPages <= 0 {
-		o.MaxPages = 16384
+		o.MaxPages = 4096
 	}
 	return &farBack{opts: o, rooms: map[string]*farRoom{}, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
