@@ -115,11 +115,11 @@ func TestSimulateLoadByHand(t *testing.T) {
 // by the Redis store's margin too, and counted at its time).
 func TestSimulateLoadAggregateSame(t *testing.T) {
 	if testing.Short() {
-		t.Skip("two runs of 20,000 visitors")
+		t.Skip("two runs of 5,000 visitors")
 	}
 	t.Parallel()
-	room := simRoom(300, 600, 3*time.Minute, 10*time.Second)
-	cfg := bench.SimConfig{Room: room, Arrivals: arrivals(t, "flash:20000@1m"),
+	room := simRoom(100, 200, 3*time.Minute, 10*time.Second)
+	cfg := bench.SimConfig{Room: room, Arrivals: arrivals(t, "flash:5000@1m"),
 		Model: bench.VisitorModel{Browse: bench.MustDist("2m"), RequestEvery: bench.MustDist("30s"), AbandonFraction: 0.2, Patience: bench.MustDist("10m")},
 		Seed:  5, Compact: true, Load: &bench.LoadModel{Nodes: 3, Shards: 4}}
 	one := simulate(t, cfg)
