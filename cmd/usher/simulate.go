@@ -87,8 +87,8 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	if *nodes < 1 || *nodes > 10_000 {
 		problem("nodes", fmt.Errorf("%d: want 1 to 10000", *nodes))
 	}
-	if *shards < 1 || *shards > 1024 {
-		problem("shards", fmt.Errorf("%d: want 1 to 1024", *shards))
+	if *shards < 1 || *shards > bench.MaxLoadShards {
+		problem("shards", fmt.Errorf("%d: want 1 to %d", *shards, bench.MaxLoadShards))
 	}
 	if *scriptCost <= 0 {
 		problem("script-cost", fmt.Errorf("%v: must be above zero", *scriptCost))

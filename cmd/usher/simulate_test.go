@@ -61,7 +61,7 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"prior NaN", []string{"--prior", "NaN"}, `--prior: "NaN": want off, auto or a factor above zero (not a positive number)`},
 		{"prior with compare", []string{"--prior", "auto", "--compare", "--origin", "20,80ms-120ms,5s"}, "--prior: not with --compare"},
 		{"nodes", []string{"--nodes", "0"}, "--nodes: 0: want 1 to 10000"},
-		{"shards", []string{"--shards", "2000"}, "--shards: 2000: want 1 to 1024"},
+		{"shards", []string{"--shards", "65"}, "--shards: 65: want 1 to 64"},
 		{"script cost", []string{"--script-cost", "0s"}, "--script-cost: 0s: must be above zero"},
 		{"move cost", []string{"--move-cost", "-1us"}, "--move-cost: -1µs: must not be negative"},
 		{"load with compare", []string{"--nodes", "3", "--compare", "--origin", "20,80ms-120ms,5s"}, "--nodes: the load model (--nodes, --shards, --script-cost, --move-cost) is not with --compare"},

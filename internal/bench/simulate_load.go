@@ -62,13 +62,18 @@ const (
 	DefaultMoveCost   = 8 * time.Microsecond
 )
 
+// MaxLoadShards is the most shards the load model takes: it counts the
+// moves of every 100 ms of the horizon for each back shard (3.5 MB a
+// shard for a day).
+const MaxLoadShards = 64
+
 // Validate reports the first problem of m, naming its field.
 func (m *LoadModel) Validate() error {
 	switch {
 	case m.Nodes < 1 || m.Nodes > 10_000:
 		return fmt.Errorf("load model: nodes %d: want 1 to 10000", m.Nodes)
-	case m.Shards < 1 || m.Shards > 1024:
-		return fmt.Errorf("load model: shards %d: want 1 to 1024", m.Shards)
+	case m.Shards < 1 || m.Shards > MaxLoadShards:
+		return fmt.Errorf("load model: shards %d: want 1 to %d", m.Shards, MaxLoadShards)
 	case m.ScriptCost < 0 || m.MoveCost < 0:
 		return fmt.Errorf("load model: negative script cost %v or move cost %v", m.ScriptCost, m.MoveCost)
 	case m.Flush < 0 || m.MaxBatch < 0:
