@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -211,5 +212,18 @@ func TestSimulateLoadFlags(t *testing.T) {
 	code, out, _ = runMain(t, append(args, "--json")...)
 	if code != 0 || strings.Contains(out, `"load"`) {
 		t.Errorf("exit %d; without the flags the JSON has a load: %s", code, out)
+	}
+}
+
+// TestSimulateCPUProfile: --cpuprofile writes a profile of the run.
+func TestSimulateCPUProfile(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, _, errs := runMain(t, "simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:500@10s", "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("no profile: %v", err)
 	}
 }
