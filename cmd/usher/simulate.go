@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,9 @@ type SimulateResult struct {
 	// event taught this one.
 	Learned     *bench.LearnedStats `json:"learned,omitempty"`
 	LearnedFrom *bench.LearnedStats `json:"learned_from,omitempty"`
+	// Load is the Redis load the run implies (with --nodes, --shards,
+	// --script-cost or --move-cost).
+	Load *bench.LoadStats `json:"load,omitempty"`
 }
 
 func (m *Main) simulate(ctx context.Context, args []string) error {
@@ -61,12 +66,36 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	aggregate := fs.String("aggregate", "auto", "park far-back waiters instead of simulating each of their check-ins: on, off, or auto (on from "+strconv.Itoa(aggregateFrom)+" visitors when the room allows it)")
 	priorSpec := fs.String("prior", "off", "what the room learned from an earlier event: off, auto (simulate the same crowd once before, with seed+1, and learn from it), or a factor such as 1.4")
 	compare := fs.Bool("compare", false, "run twice, with fixed limits and with the room's autopilot, and compare the origin's health (needs --origin)")
+	nodes := fs.Int("nodes", 1, "model the Redis load on this many usher nodes (any of --nodes, --shards, --script-cost, --move-cost turns the model on)")
+	shards := fs.Int("shards", 1, "model the Redis load with the room over this many shards: the front and shards-1 back shards")
+	scriptCost := fs.Duration("script-cost", bench.DefaultScriptCost, "the load model's time of one script call on a Redis core")
+	moveCost := fs.Duration("move-cost", bench.DefaultMoveCost, "the load model's time a batched far-back move adds to its batch's call")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (for go tool pprof)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	// Every flag's value first, each problem on a line naming the flag.
 	var bad []string
 	problem := func(flag string, err error) { bad = append(bad, "--"+flag+": "+err.Error()) }
+	var load *bench.LoadModel
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "nodes", "shards", "script-cost", "move-cost":
+			load = &bench.LoadModel{Nodes: *nodes, Shards: *shards, ScriptCost: *scriptCost, MoveCost: *moveCost}
+		}
+	})
+	if *nodes < 1 || *nodes > 10_000 {
+		problem("nodes", fmt.Errorf("%d: want 1 to 10000", *nodes))
+	}
+	if *shards < 1 || *shards > bench.MaxLoadShards {
+		problem("shards", fmt.Errorf("%d: want 1 to %d", *shards, bench.MaxLoadShards))
+	}
+	if *scriptCost <= 0 {
+		problem("script-cost", fmt.Errorf("%v: must be above zero", *scriptCost))
+	}
+	if *moveCost < 0 {
+		problem("move-cost", fmt.Errorf("%v: must not be negative", *moveCost))
+	}
 	arr, err := bench.ParseArrivals(*arrivals)
 	if err != nil {
 		problem("arrivals", err)
@@ -113,12 +142,20 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	default:
 		problem("aggregate", fmt.Errorf("%q: want on, off or auto", *aggregate))
 	}
+	if *compare && load != nil {
+		problem("nodes", fmt.Errorf("the load model (--nodes, --shards, --script-cost, --move-cost) is not with --compare"))
+	}
 	if *compare && *originSpec == "" {
 		problem("compare", fmt.Errorf("needs --origin: the comparison is of the origin's health"))
 	}
 	if *plot != "" {
 		if st, err := os.Stat(filepath.Dir(*plot)); err != nil || !st.IsDir() {
 			problem("plot", fmt.Errorf("cannot write %s: no folder %s", *plot, filepath.Dir(*plot)))
+		}
+	}
+	if *cpuProfile != "" {
+		if st, err := os.Stat(filepath.Dir(*cpuProfile)); err != nil || !st.IsDir() {
+			problem("cpuprofile", fmt.Errorf("cannot write %s: no folder %s", *cpuProfile, filepath.Dir(*cpuProfile)))
 		}
 	}
 	if _, err := os.Stat(*path); err != nil {
@@ -157,6 +194,17 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		return m.simulateCompare(ctx, compareRun{room: room, arrivals: *arrivals, arr: arr, model: model, seed: *seed,
 			horizon: *horizon, origin: origin, plot: *plot, json: *jsonOut})
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	run := func(seed uint64, prior float64, what string) (*bench.Timeline, error) {
 		store, err := local.Open(local.Options{})
@@ -165,7 +213,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		}
 		defer store.Close()
 		line := m.progress("usher simulate: " + what)
-		tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin, Aggregate: agg, Prior: prior,
+		tl, err := bench.Simulate(ctx, bench.SimConfig{Room: *room, Arrivals: arr, Model: model, Seed: seed, Horizon: *horizon, Store: store, Compact: true, Origin: origin, Aggregate: agg, Prior: prior, Load: load,
 			Progress: func(p bench.Progress) { line.Update(p.String() + " (simulated time)") }})
 		line.Done()
 		return tl, err
@@ -199,6 +247,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		res.Mode = "aggregate"
 	}
 	res.Learned, res.LearnedFrom = tl.Learned, learnedFrom
+	res.Load = tl.Load
 	if learnedFrom != nil && !learnedFrom.OK {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("--prior auto: the earlier event had %d waiters with a cold first page, fewer than %d: no prior was learned", learnedFrom.Waiters, analytics.MinLearned))
 	}
@@ -228,6 +277,10 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 	bench.WriteSummary(m.Stdout, res.Result, lim)
 	fmt.Fprintln(m.Stdout)
 	printTable(m.Stdout, res)
+	if res.Load != nil {
+		fmt.Fprintln(m.Stdout)
+		writeLoad(m.Stdout, res.Load)
+	}
 	return nil
 }
 

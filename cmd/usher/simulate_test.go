@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/usherhq/usher/internal/bench"
 )
 
 const simulateConfig = `listen: 127.0.0.1:8080
@@ -58,6 +61,12 @@ func TestSimulateBadFlags(t *testing.T) {
 		{"prior zero", []string{"--prior", "0"}, `--prior: "0": want off, auto or a factor above zero (not a positive number)`},
 		{"prior NaN", []string{"--prior", "NaN"}, `--prior: "NaN": want off, auto or a factor above zero (not a positive number)`},
 		{"prior with compare", []string{"--prior", "auto", "--compare", "--origin", "20,80ms-120ms,5s"}, "--prior: not with --compare"},
+		{"nodes", []string{"--nodes", "0"}, "--nodes: 0: want 1 to 10000"},
+		{"shards", []string{"--shards", "65"}, "--shards: 65: want 1 to 64"},
+		{"script cost", []string{"--script-cost", "0s"}, "--script-cost: 0s: must be above zero"},
+		{"move cost", []string{"--move-cost", "-1us"}, "--move-cost: -1µs: must not be negative"},
+		{"load with compare", []string{"--nodes", "3", "--compare", "--origin", "20,80ms-120ms,5s"}, "--nodes: the load model (--nodes, --shards, --script-cost, --move-cost) is not with --compare"},
+		{"cpuprofile folder", []string{"--cpuprofile", missing}, "--cpuprofile: cannot write " + missing},
 		{"not a duration", []string{"--room", "sale", "--horizon", "tomorrow"}, `invalid value "tomorrow" for flag -horizon`},
 	}
 	for _, tt := range tests {
@@ -165,5 +174,56 @@ func TestSimulateAggregateFlag(t *testing.T) {
 	b, _ := json.Marshal(off)
 	if string(a) != string(b) {
 		t.Errorf("figures differ:\naggregate  %s\none by one %s", a, b)
+	}
+}
+
+// TestSimulateLoadFlags: --nodes and --shards add the Redis load model's
+// figures to the text and the JSON, a front and back shards with
+// --shards 3; without them there are none.
+func TestSimulateLoadFlags(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	args := []string{"simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:2000@30s", "--abandon", "0%@1m"}
+	code, out, errs := runMain(t, append(args, "--nodes", "3", "--shards", "3")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"\nRedis load on 3 node(s) and 3 shard(s) (a script call 63 us, a batched move 8 us more), over ",
+		"\n  per check-in ", "\n  shard 0 (front): ", "\n  shard 2 (back): "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runMain(t, append(args, "--json", "--shards", "2", "--script-cost", "50us")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Visitors int              `json:"visitors"`
+		Load     *bench.LoadStats `json:"load"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	l := doc.Load
+	if l == nil || l.Nodes != 1 || l.Shards != 2 || l.ScriptCostUS != 50 || l.MoveCostUS != 8 || len(l.ByShard) != 2 ||
+		l.NewVisitors != int64(doc.Visitors) || l.CheckIns == 0 {
+		t.Errorf("load %+v", l)
+	}
+	code, out, _ = runMain(t, append(args, "--json")...)
+	if code != 0 || strings.Contains(out, `"load"`) {
+		t.Errorf("exit %d; without the flags the JSON has a load: %s", code, out)
+	}
+}
+
+// TestSimulateCPUProfile: --cpuprofile writes a profile of the run.
+func TestSimulateCPUProfile(t *testing.T) {
+	cfg := writeConfig(t, simulateConfig)
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, _, errs := runMain(t, "simulate", "--config", cfg, "--room", "sale", "--arrivals", "flash:500@10s", "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Errorf("no profile: %v", err)
 	}
 }

@@ -107,6 +107,9 @@ func (d Dist) Sample(r *rand.Rand) time.Duration {
 	return max(d.a, 0)
 }
 
+// fixed reports whether every sample is the same.
+func (d Dist) fixed() bool { return d.kind == distFixed || (d.kind == distUniform && d.b <= d.a) }
+
 // Mean is the distribution's mean.
 func (d Dist) Mean() time.Duration {
 	if d.kind == distUniform {

@@ -72,6 +72,11 @@ type SimConfig struct {
 	// pages scale the limits' forecast by it. The timeline's Learned says
 	// what this run teaches the next, whether or not a prior was given.
 	Prior float64
+	// Load, when not nil, models the Redis load the run implies (see
+	// LoadModel); the timeline's Load then holds it. In aggregate mode it
+	// parks only check-ins that are far back by the Redis store's margin
+	// too, which makes the run slower.
+	Load *LoadModel
 }
 
 // defaultSimStart is the simulated start of a run whose SimConfig.Start
@@ -118,6 +123,11 @@ func Simulate(ctx context.Context, cfg SimConfig) (*Timeline, error) {
 	if cfg.Aggregate {
 		if err := AggregateOK(&cfg.Room, cfg.Origin); err != nil {
 			return nil, fmt.Errorf("bench: simulate: aggregate mode: %w", err)
+		}
+	}
+	if cfg.Load != nil {
+		if err := cfg.Load.Validate(); err != nil {
+			return nil, fmt.Errorf("bench: simulate: %w", err)
 		}
 	}
 	if cfg.Horizon < 0 || cfg.Tick < 0 {
@@ -209,6 +219,8 @@ type sim struct {
 	// engine's decisions.
 	agg       *simAgg
 	decisions int64
+	// load counts the store calls for the load model (nil: off).
+	load *loadCounter
 }
 
 func newSim(cfg SimConfig) *sim {
@@ -226,7 +238,12 @@ func newSim(cfg SimConfig) *sim {
 		s.horizon = 24 * time.Hour
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x51_6d_75_1a_7e))
-	opts := engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick}
+	// The store answers at once on the simulated clock: the engine's
+	// measure of a store call's time (Options.Now) reads a clock that
+	// stands still rather than the real one, which cost a fortieth of a
+	// large run and changed nothing (an answer under half a second late
+	// is not corrected for).
+	opts := engine.Options{Rand: rng.Uint64, CellSlack: cfg.Tick, Now: func() time.Time { return time.Time{} }}
 	if f := cfg.Prior; f > 0 {
 		opts.Prior = func(string) (float64, bool) { return f, true }
 	}
@@ -238,7 +255,12 @@ func newSim(cfg SimConfig) *sim {
 			opts.Limiter = s.origin.pilot
 		}
 	}
-	s.eng = engine.New(cfg.Store, opts)
+	store := cfg.Store
+	if cfg.Load != nil {
+		s.load = newLoadCounter(*cfg.Load, s.start, s.horizon)
+		store = loadStore{Store: store, c: s.load}
+	}
+	s.eng = engine.New(store, opts)
 	if s.origin != nil && s.origin.pilot != nil {
 		s.origin.pilot.Status = s.eng.Status
 	}
@@ -321,6 +343,9 @@ func (s *sim) run(ctx context.Context) error {
 		if err != nil {
 			return s.finish(now, true, err)
 		}
+		if s.load != nil {
+			s.load.sec(s.at(now)).waiting = int32(s.tally.waiting.Load())
+		}
 		if nx.act != simNone {
 			s.seq++
 			ag.push(simEvent{at: nx.at, seq: s.seq, i: ev.i, act: nx.act}, nx.fixed, nx.at-now)
@@ -341,6 +366,9 @@ func (s *sim) finish(end time.Duration, horizon bool, err error) error {
 		s.tl.Aggregate = &st
 	}
 	s.tl.Learned = s.learn.stats(s.cfg.Prior)
+	if s.load != nil {
+		s.tl.Load = s.load.stats()
+	}
 	s.rec.close()
 	s.report(end, true)
 	return err
@@ -549,11 +577,15 @@ func (s *sim) wait(v *simVisitor, now, d time.Duration) simNext {
 // pause schedules a browsing visitor's next request, or its departure
 // when browsing ends first (visitor.browse).
 func (s *sim) pause(v *simVisitor, now time.Duration) simNext {
-	every := s.cfg.Model.RequestEvery.Sample(v.rng)
+	m := &s.cfg.Model
+	every := m.RequestEvery.Sample(v.rng)
 	if every <= 0 || now+every >= v.until {
 		return simNext{at: ceilMS(max(v.until, now)), act: simLeave}
 	}
-	return simNext{at: ceilMS(now + every), act: simRequest}
+	// A fixed pause (to the millisecond) is a fixed delay: the request
+	// goes to the agenda's queue of that delay, in order, rather than to
+	// its heap.
+	return simNext{at: ceilMS(now + every), act: simRequest, fixed: m.RequestEvery.fixed() && every%time.Millisecond == 0}
 }
 
 // cookieTimes keeps t's times and jitter to the millisecond, as the cookie

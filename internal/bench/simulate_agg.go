@@ -188,6 +188,13 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 		return simNext{}, false, nil
 	}
 	need := farAhead(st)
+	if s.load != nil {
+		// Every parked check-in far back by the Redis store's margin too:
+		// its interval to its cell's expiry is at most r + grace and a
+		// second, rounded up.
+		iv := int64((r+grace+time.Second-1)/time.Second) + 1
+		need = max(need, farMarginOf(iv, st.TotalActiveUsers, st.NewUsersPerMinute))
+	}
 	ahead := d.Position - 1
 	span := r + grace + time.Second
 	// cond says whether the k-th check-in from now is provably far back.
@@ -234,6 +241,11 @@ func (s *sim) park(ctx context.Context, v *simVisitor, d *usher.Decision, now ti
 	v.parked, v.parkPos = tK, d.Position
 	a.stats.Parked++
 	a.stats.Skipped += int64(k)
+	if s.load != nil {
+		for j := 1; j <= k; j++ {
+			s.load.move(s.at(now+time.Duration(j)*r), tk.Bucket())
+		}
+	}
 	if v.patience > 0 && tK+r >= v.deadline {
 		return simNext{at: ceilMS(max(v.deadline, tK)), act: simAbandon}, true, nil
 	}

@@ -33,6 +33,9 @@ type Timeline struct {
 	// Learned is what a simulated run teaches the room's next event (nil:
 	// not simulated).
 	Learned *LearnedStats `json:"learned,omitempty"`
+	// Load is the Redis load a simulated run implies (nil: not modelled;
+	// see SimConfig.Load).
+	Load *LoadStats `json:"load,omitempty"`
 }
 
 // Visitor is one virtual visitor's history.
