@@ -184,12 +184,12 @@ func FarMargin(total, perMinute int, wait time.Duration) int64 {
 	return int64(total) + int64(perMinute)*max(minutes, 1)
 }
 
-// farEligible reports whether op is one a view may answer: a waiting
+// FarEligible reports whether op is one a view may answer: a waiting
 // ticket's check-in, or a new visitor, in a FIFO line, that cannot be
 // admitted by its kind (nothing forced, drawn, joining, unproven or
 // limited per client), with a checked-in waiter's count live for a while
 // yet.
-func farEligible(op *usher.AdmitOp) bool {
+func FarEligible(op *usher.AdmitOp) bool {
 	now := op.Now.Unix()
 	if op.WaitExp <= now || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
 		return false
@@ -209,7 +209,7 @@ func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (u
 		return usher.AdmitResult{}, false
 	}
 	margin := farMargin(op)
-	if !farEligible(op) {
+	if !FarEligible(op) {
 		// Its limits still tell early check-ins (Peek) which are far back.
 		f.mu.Lock()
 		if r := f.rooms[room]; r != nil {
