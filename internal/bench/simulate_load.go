@@ -209,7 +209,7 @@ func farMarginOf(ivSeconds int64, total, perMinute int) int64 {
 // that its kind cannot admit, a check-in's count live for two seconds yet.
 func farEligible(op *usher.AdmitOp) bool {
 	now := op.Now.Unix()
-	if op.WaitExp <= now || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
+	if op.WaitExp <= now || op.NoAdmit || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
 		return false
 	}
 	if op.From.At.IsZero() {

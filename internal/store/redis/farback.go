@@ -185,13 +185,14 @@ func FarMargin(total, perMinute int, wait time.Duration) int64 {
 }
 
 // FarEligible reports whether op is one a view may answer: a waiting
-// ticket's check-in, or a new visitor, in a FIFO line, that cannot be
-// admitted by its kind (nothing forced, drawn, joining, unproven or
-// limited per client), with a checked-in waiter's count live for a while
-// yet.
+// ticket's check-in, or a new visitor, in a FIFO line that moves (not a
+// pre-queue, where a shuffled place is promised exactly, nor queue_all),
+// that cannot be admitted by its kind (nothing forced, drawn, joining,
+// unproven or limited per client), with a checked-in waiter's count live
+// for a while yet.
 func FarEligible(op *usher.AdmitOp) bool {
 	now := op.Now.Unix()
-	if op.WaitExp <= now || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
+	if op.WaitExp <= now || op.NoAdmit || op.Random || op.Joining || op.FromBucket != 0 || op.Force || op.Unproven || op.Client.Key != 0 {
 		return false
 	}
 	if op.From.At.IsZero() {
