@@ -23,7 +23,8 @@ import (
 // StandingResult is usher bench --scenario standing-room's output: for each
 // number of waiters tried, the check-ins a second those waiters send when
 // each follows the interval usher gives it (as the waiting page does), the
-// check-in latency, and the usher process's memory.
+// check-in latency, and the usher process's memory (on Redis, each node's,
+// and the Redis masters' calls and load).
 type StandingResult struct {
 	Scenario string `json:"scenario"`
 	// Reference is true when a static server stood in usher's place
@@ -140,9 +141,11 @@ const (
 // standingSteps are the numbers of waiters tried, up to --max-waiters.
 var standingSteps = []int{1000, 10000, 100000, 250000, 500000, 1000000}
 
-// Standing runs the standing-room scenario: usher in a process of its own,
-// a line of waiters growing step by step, each waiter checking in when its
-// answers say, and each step's check-in latency, CPU and memory.
+// Standing runs the standing-room scenario: usher in a process of its own
+// (with f.Redis, f.Nodes of them sharing the Redis store), a line of
+// waiters growing step by step, each waiter checking in when its answers
+// say, and each step's check-in latency, CPU and memory (on Redis, the
+// masters' calls and load as well).
 func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, error) {
 	// usher runs as its own process, so that its memory is its own.
 	dir, err := os.MkdirTemp("", "usher-standing-")
