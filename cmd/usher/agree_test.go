@@ -359,8 +359,8 @@ func sent(c bench.CheckIn) time.Time {
 	return c.Sent
 }
 
-// TestBenchFlagsRedis: the throughput scenario's Redis options parse, and
-// go only where they mean something.
+// TestBenchFlagsRedis: the throughput, flash-crowd and standing-room
+// scenarios' Redis options parse, and go only where they mean something.
 func TestBenchFlagsRedis(t *testing.T) {
 	m := &Main{Stdout: io.Discard, Stderr: io.Discard}
 	f, err := m.parseBenchFlags([]string{"--self", "--scenario", "throughput", "--redis", "127.0.0.1:6399", "--compare-embedded"})
@@ -391,6 +391,13 @@ func TestBenchFlagsRedis(t *testing.T) {
 	if f.ClockSlack != 0 {
 		t.Errorf("--clock-slack 0s: %v", f.ClockSlack)
 	}
+	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "standing-room", "--redis", "10.0.0.1:7000,10.0.0.2:7000", "--redis-cluster", "--nodes", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Redis != "10.0.0.1:7000,10.0.0.2:7000" || !f.RedisCluster || f.Nodes != 3 {
+		t.Errorf("standing room on a cluster: redis %q, cluster %v, nodes %d", f.Redis, f.RedisCluster, f.Nodes)
+	}
 	f, err = m.parseBenchFlags([]string{"--self", "--scenario", "throughput"})
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +407,7 @@ func TestBenchFlagsRedis(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--self", "--scenario", "flash-crowd", "--nodes", "3"},
-		{"--self", "--scenario", "standing-room", "--redis", "127.0.0.1:6399"},
+		{"--self", "--scenario", "standing-room", "--nodes", "3"},
 		{"--self", "--scenario", "throughput", "--compare-embedded"},
 		{"--self", "--scenario", "throughput", "--redis-cluster"},
 		{"--self", "--scenario", "throughput", "--redis", "10.0.0.1:7000,10.0.0.2:7000"},

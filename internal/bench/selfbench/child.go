@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/gate"
 	"github.com/usherhq/usher/internal/server"
 )
@@ -45,6 +46,7 @@ const profileEnv = "USHER_BENCH_CPUPROFILE"
 //
 //	bench-target proxy --origin URL [--unpooled]
 //	bench-target usher --dir DIR --rooms FILE --origin URL [--trusted CIDR]
+//	    [--redis ADDRS [--redis-cluster] --key-prefix P --key-file FILE [--node K]]
 //	bench-target static --refresh D --max-refresh D
 //	bench-target origin
 //	bench-target load --url URL --workers N --duration D [--header 'Name: value']...
@@ -60,6 +62,11 @@ func Child(ctx context.Context, args []string, p *Product, stdout, stderr io.Wri
 	rooms := fs.String("rooms", "", "usher: a file with the rooms' YAML (%s where the origin goes)")
 	trusted := fs.String("trusted", "", "usher: trusted proxies, comma-separated")
 	forwardAuth := fs.String("forward-auth", "", "usher: the private forward-auth listener's address (forward_auth.listen)")
+	redisAddrs := fs.String("redis", "", "usher: the Redis store's address (seed nodes, comma-separated, with --redis-cluster); empty: the embedded store in --dir")
+	redisCluster := fs.Bool("redis-cluster", false, "usher: --redis is a Redis Cluster")
+	keyPrefix := fs.String("key-prefix", "", "usher: with --redis, the prefix of every key (store.redis.key_prefix), shared by the nodes")
+	keyFile := fs.String("key-file", "", "usher: with --redis, a file holding the ticket key the nodes share: its ID and secret on one line")
+	node := fs.Int("node", 1, "usher: this node's number among those sharing --redis (its profiles' names)")
 	refresh := fs.Duration("refresh", 20*time.Second, "static: the first interval")
 	maxRefresh := fs.Duration("max-refresh", 2*time.Minute, "static: the longest interval")
 	loadURL := fs.String("url", "", "load: the URL every request asks for")
@@ -73,6 +80,9 @@ func Child(ctx context.Context, args []string, p *Product, stdout, stderr io.Wri
 	kind := args[0]
 	if prof := os.Getenv(profileEnv); prof != "" {
 		name := kind
+		if kind == "usher" && *node > 1 {
+			name = fmt.Sprintf("usher-node%d", *node)
+		}
 		if kind == "proxy" {
 			name = "proxy-tuned"
 			if *unpooled {
@@ -167,11 +177,37 @@ func Child(ctx context.Context, args []string, p *Product, stdout, stderr io.Wri
 			cfg.TrustedProxies = strings.Split(*trusted, ",")
 		}
 		cfg.ForwardAuth.Listen = *forwardAuth
+		if *redisAddrs != "" {
+			if err := childRedis(cfg, *redisAddrs, *redisCluster, *keyPrefix, *keyFile); err != nil {
+				return err
+			}
+		}
 		return p.Serve(ctx, cfg, quiet, func(pub, _ string) {
 			fmt.Fprintf(stdout, "listening %s\n", pub)
 		})
 	}
 	return fmt.Errorf("bench-target: unknown target %q", kind)
+}
+
+// childRedis puts usher's state in Redis at addrs (comma-separated), under
+// keyPrefix, and seals tickets with the key in keyFile ("ID SECRET"), so
+// that the nodes sharing the store open each other's tickets and leave
+// nothing in Redis but the rooms' keys, which expire.
+func childRedis(cfg *config.Config, addrs string, cluster bool, keyPrefix, keyFile string) error {
+	if keyPrefix == "" || keyFile == "" {
+		return fmt.Errorf("bench-target: --redis needs --key-prefix and --key-file")
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		return err
+	}
+	id, secret, ok := strings.Cut(strings.TrimSpace(string(b)), " ")
+	if !ok {
+		return fmt.Errorf("bench-target: --key-file %s: want the key's ID and secret on one line", keyFile)
+	}
+	cfg.Keys = []config.Key{{ID: id, Secret: secret}}
+	cfg.Store.Redis = &config.Redis{Addrs: strings.Split(addrs, ","), Cluster: cluster, KeyPrefix: keyPrefix}
+	return nil
 }
 
 // referenceProxy is the reference the throughput scenario measures usher

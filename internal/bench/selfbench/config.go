@@ -49,7 +49,8 @@ type Config struct {
 	// CompareEmbedded also measures a usher on the embedded store, with
 	// Redis.
 	CompareEmbedded bool
-	// Nodes is how many usher nodes share the Redis store (flash-crowd).
+	// Nodes is how many usher nodes share the Redis store (flash-crowd,
+	// standing-room).
 	Nodes int
 	// ClockSlack is the nodes' store.redis.clock_slack (flash-crowd).
 	ClockSlack time.Duration
@@ -95,7 +96,7 @@ func scenarioFlags(scenario string) ([]string, bool) {
 		"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 			"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes", "clock-slack"},
 		"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets", "external"},
-		"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference"},
+		"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference", "redis", "redis-cluster", "nodes"},
 		"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
 			"case", "origin", "horizon", "sides-at-once"},
 	}[scenario]
@@ -179,7 +180,7 @@ func (c *Config) Check(set map[string]bool) []string {
 	if c.Scenario != "throughput" && (c.Refresh < minRefresh || c.Refresh > maxRefresh) {
 		problem("refresh", "%v: a room's refresh_interval is from %v to %v", c.Refresh, minRefresh, maxRefresh)
 	}
-	if c.Scenario == "throughput" || c.Scenario == "flash-crowd" {
+	if c.Scenario == "throughput" || c.Scenario == "flash-crowd" || c.Scenario == "standing-room" {
 		switch {
 		case c.Redis == "" && (c.RedisCluster || c.CompareEmbedded):
 			problem("redis", "--redis-cluster and --compare-embedded need --redis ADDR")
@@ -304,6 +305,14 @@ func (c *Config) checkStanding(set map[string]bool, problem func(flag, format st
 	}
 	if !set["max-refresh"] {
 		c.MaxRefresh = max(c.MaxRefresh, c.Refresh) // the room's default
+	}
+	switch {
+	case c.Nodes < 1 || c.Nodes > 16:
+		problem("nodes", "%d: from 1 to 16", c.Nodes)
+	case c.Nodes > 1 && c.Redis == "":
+		problem("nodes", "several nodes share a store: give --redis ADDR")
+	case c.Reference && c.Redis != "":
+		problem("reference", "a static server has no store: not with --redis")
 	}
 	if c.MaxRefresh < c.Refresh || c.MaxRefresh > maxRefresh {
 		problem("max-refresh", "%v: a room's max_refresh_interval is from its refresh_interval (%v) to %v", c.MaxRefresh, c.Refresh, maxRefresh)

@@ -23,12 +23,20 @@ import (
 // StandingResult is usher bench --scenario standing-room's output: for each
 // number of waiters tried, the check-ins a second those waiters send when
 // each follows the interval usher gives it (as the waiting page does), the
-// check-in latency, and the usher process's memory.
+// check-in latency, and the usher process's memory (on Redis, each node's,
+// and the Redis masters' calls and load).
 type StandingResult struct {
 	Scenario string `json:"scenario"`
 	// Reference is true when a static server stood in usher's place
 	// (--reference): the figures are the machine's and the generator's.
-	Reference   bool    `json:"reference,omitempty"`
+	Reference bool `json:"reference,omitempty"`
+	// Store is usher's store: embedded, redis or redis-cluster (empty
+	// with Reference).
+	Store string `json:"store,omitempty"`
+	// Nodes is how many usher processes shared the store, the crowd's
+	// connections spread over them (connection i to node i mod Nodes), as
+	// a load balancer without stickiness spreads them.
+	Nodes       int     `json:"nodes,omitempty"`
 	RefreshS    float64 `json:"refresh_interval_s"`
 	MaxRefreshS float64 `json:"max_refresh_interval_s"`
 	BoundMs     float64 `json:"bound_p99_ms"`
@@ -38,6 +46,10 @@ type StandingResult struct {
 	// holds every virtual waiter's ticket).
 	GeneratorRSSMB float64        `json:"generator_rss_mb"`
 	Steps          []StandingStep `json:"steps"`
+	// Stopped, when not empty, is why the run stopped before its last
+	// step: the generator could not bring that step's newcomers in (the
+	// machine is too small for it); the steps before stand.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // StandingStep is one number of waiters, measured over one
@@ -89,8 +101,23 @@ type StandingStep struct {
 	// GeneratorCPUus is the load generator's CPU time per check-in: it
 	// shares the machine with usher.
 	GeneratorCPUus float64 `json:"generator_cpu_us_per_checkin"`
+	// RSSMB is usher's resident memory at the step's end: the largest
+	// node's with several (RSSPerNodeMB).
 	RSSMB          float64 `json:"rss_mb"`
 	GeneratorRSSMB float64 `json:"generator_rss_mb"`
+	// On Redis: UsherCPUus is the nodes' CPU summed; RSSPerNodeMB is each
+	// node's memory.
+	RSSPerNodeMB []float64 `json:"rss_mb_per_node,omitempty"`
+	// RedisCallsPerCheckIn is the calls the Redis masters answered during
+	// the step (their own count of scripts, INFO commandstats, summed)
+	// per check-in sent: what answering far-back check-ins from the
+	// nodes' views saves (ShardLoad.CallsPerS).
+	RedisCallsPerCheckIn float64 `json:"redis_calls_per_checkin,omitempty"`
+	// RedisCommandsPerCheckIn is every command the masters ran per
+	// check-in, those run by scripts included (ShardLoad.CommandsPerS).
+	RedisCommandsPerCheckIn float64 `json:"redis_commands_per_checkin,omitempty"`
+	// RedisShards is each master's load during the step.
+	RedisShards []ShardLoad `json:"redis_shards,omitempty"`
 }
 
 // The room's front moves: standingRate visitors a minute go in and stay a
@@ -114,9 +141,11 @@ const (
 // standingSteps are the numbers of waiters tried, up to --max-waiters.
 var standingSteps = []int{1000, 10000, 100000, 250000, 500000, 1000000}
 
-// Standing runs the standing-room scenario: usher in a process of its own,
-// a line of waiters growing step by step, each waiter checking in when its
-// answers say, and each step's check-in latency, CPU and memory.
+// Standing runs the standing-room scenario: usher in a process of its own
+// (with f.Redis, f.Nodes of them sharing the Redis store), a line of
+// waiters growing step by step, each waiter checking in when its answers
+// say, and each step's check-in latency, CPU and memory (on Redis, the
+// masters' calls and load as well).
 func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, error) {
 	// usher runs as its own process, so that its memory is its own.
 	dir, err := os.MkdirTemp("", "usher-standing-")
@@ -151,17 +180,38 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 		defer pf.Close()
 		defer pprof.StopCPUProfile()
 	}
-	args := []string{"usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms, "--origin", "http://" + oln.Addr().String()}
-	if f.Reference {
-		args = []string{"static", "--refresh", f.Refresh.String(), "--max-refresh", f.MaxRefresh.String()}
+	var targets []*childTarget
+	defer func() {
+		for _, t := range targets {
+			t.stop()
+		}
+	}()
+	switch {
+	case f.Reference:
+		t, err := startChild(ctx, "static", "--refresh", f.Refresh.String(), "--max-refresh", f.MaxRefresh.String())
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+	case f.Redis != "":
+		if targets, err = startStandingNodes(ctx, f, dir, rooms, "http://"+oln.Addr().String()); err != nil {
+			return nil, err
+		}
+	default:
+		t, err := startChild(ctx, "usher", "--dir", filepath.Join(dir, "data"), "--rooms", rooms, "--origin", "http://"+oln.Addr().String())
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
 	}
-	target, err := startChild(ctx, args...)
-	if err != nil {
-		return nil, err
+	var meter *redisMeter
+	if f.Redis != "" {
+		if meter, err = newRedisMeter(ctx, f.Redis, f.RedisCluster); err != nil {
+			return nil, err
+		}
+		defer meter.close()
 	}
-	defer target.stop()
-	pid := target.cmd.Process.Pid
-	base := target.url + "/"
+	base := targets[0].url + "/"
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = standingWorkers, standingWorkers
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -172,11 +222,24 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 		}
 	}
 	res := &StandingResult{Scenario: "standing-room", Reference: f.Reference, RefreshS: f.Refresh.Seconds(), MaxRefreshS: f.MaxRefresh.Seconds(),
-		BoundMs: float64(f.Bound) / float64(time.Millisecond)}
+		BoundMs: float64(f.Bound) / float64(time.Millisecond), Nodes: len(targets)}
+	switch {
+	case f.Reference:
+	case f.RedisCluster:
+		res.Store = "redis-cluster"
+	case f.Redis != "":
+		res.Store = "redis"
+	default:
+		res.Store = "embedded"
+	}
 	if len(f.steps) == 0 {
 		return res, nil
 	}
-	c, err := newCrowd(ctx, client, base, f.steps[len(f.steps)-1], f.MaxRefresh)
+	var hosts []string
+	for _, t := range targets {
+		hosts = append(hosts, strings.TrimPrefix(t.url, "http://"))
+	}
+	c, err := newCrowd(ctx, client, base, hosts, f.steps[len(f.steps)-1], f.MaxRefresh)
 	if err != nil {
 		return nil, err
 	}
@@ -187,26 +250,21 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 	for _, n := range f.steps {
 		line.Update(fmt.Sprintf("%s waiters (p99 within the bound up to %s)", bench.Count(n), bench.Count(res.MaxWaiters)))
 		if err := c.join(n - c.joined()); err != nil {
-			return nil, err
+			if len(res.Steps) == 0 || ctx.Err() != nil {
+				return nil, err
+			}
+			// The steps measured stand: say why the next one is not.
+			res.Stopped = fmt.Sprintf("%s waiters: %v", bench.Count(n), err)
+			break
 		}
 		// Every newcomer checks in once at refresh_interval and is then
 		// given its interval; measure over the longest one.
 		if err := sleepCtx(ctx, f.Refresh+f.Refresh/10+2*time.Second); err != nil {
 			return nil, err
 		}
-		cpu0, gen0 := cpuSeconds(pid), cpuSeconds(os.Getpid())
-		step := c.measure(ctx, f.MaxRefresh)
-		if sent := step.CheckInsPerS * f.MaxRefresh.Seconds(); sent > 0 {
-			step.UsherCPUus = (cpuSeconds(pid) - cpu0) / sent * 1e6
-			step.GeneratorCPUus = (cpuSeconds(os.Getpid()) - gen0) / sent * 1e6
-		}
-		step.FixedRPS = float64(step.Waiters) / f.Refresh.Seconds()
-		step.RSSMB = rssMB(pid)
-		step.GeneratorRSSMB = rssMB(os.Getpid())
-		if os.Getenv(profileEnv) != "" {
-			// The target writes its heap profile and MemStats now, its
-			// connections busy (the last step's files stay).
-			_ = target.cmd.Process.Signal(syscall.SIGUSR1)
+		step, err := measureStanding(ctx, f, c, targets, meter)
+		if err != nil {
+			return nil, err
 		}
 		res.Steps = append(res.Steps, step)
 		if ctx.Err() != nil {
@@ -224,6 +282,63 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 	}
 	res.GeneratorRSSMB = rssMB(os.Getpid())
 	return res, nil
+}
+
+// measureStanding measures one step: the crowd's check-ins over the
+// longest interval, and what they cost usher's nodes (CPU summed, memory
+// each) and the Redis masters (with meter; nil on the embedded store).
+func measureStanding(ctx context.Context, f *Config, c *crowd, targets []*childTarget, meter *redisMeter) (StandingStep, error) {
+	nodesCPU := func() float64 {
+		var sum float64
+		for _, t := range targets {
+			sum += cpuSeconds(t.cmd.Process.Pid)
+		}
+		return sum
+	}
+	var shards0 []shardSample
+	if meter != nil {
+		var err error
+		if shards0, err = meter.read(ctx); err != nil {
+			return StandingStep{}, err
+		}
+	}
+	start := time.Now()
+	cpu0, gen0 := nodesCPU(), cpuSeconds(os.Getpid())
+	step := c.measure(ctx, f.MaxRefresh)
+	cpu1, gen1 := nodesCPU(), cpuSeconds(os.Getpid())
+	sent := step.CheckInsPerS * f.MaxRefresh.Seconds()
+	if meter != nil {
+		shards1, err := meter.read(ctx)
+		if err != nil {
+			return StandingStep{}, err
+		}
+		var calls, commands int64
+		step.RedisShards, calls, commands = meter.shardLoads(shards0, shards1, time.Since(start))
+		if sent > 0 {
+			step.RedisCallsPerCheckIn, step.RedisCommandsPerCheckIn = float64(calls)/sent, float64(commands)/sent
+		}
+	}
+	if sent > 0 {
+		step.UsherCPUus = (cpu1 - cpu0) / sent * 1e6
+		step.GeneratorCPUus = (gen1 - gen0) / sent * 1e6
+	}
+	step.FixedRPS = float64(step.Waiters) / f.Refresh.Seconds()
+	for _, t := range targets {
+		rss := rssMB(t.cmd.Process.Pid)
+		step.RSSMB = max(step.RSSMB, rss)
+		if meter != nil {
+			step.RSSPerNodeMB = append(step.RSSPerNodeMB, rss)
+		}
+	}
+	step.GeneratorRSSMB = rssMB(os.Getpid())
+	if os.Getenv(profileEnv) != "" {
+		// The targets write their heap profiles and MemStats now, their
+		// connections busy (the last step's files stay).
+		for _, t := range targets {
+			_ = t.cmd.Process.Signal(syscall.SIGUSR1)
+		}
+	}
+	return step, nil
 }
 
 // errAdmitted is a check-in that let the waiter in.

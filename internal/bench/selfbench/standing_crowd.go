@@ -85,8 +85,11 @@ const (
 )
 
 // newCrowd makes room for up to max waiters of the room at url, whose
-// longest check-in interval is maxRefresh, and starts the wheel.
-func newCrowd(ctx context.Context, client *http.Client, base string, max int, maxRefresh time.Duration) (*crowd, error) {
+// longest check-in interval is maxRefresh, and starts the wheel. The
+// workers' connections go to hosts (host:port), connection i to host i
+// mod len(hosts), each asking for url's host, as a load balancer without
+// stickiness forwards them to several nodes.
+func newCrowd(ctx context.Context, client *http.Client, base string, hosts []string, max int, maxRefresh time.Duration) (*crowd, error) {
 	ck, _, err := checkIn(ctx, client, base, "")
 	if err != nil {
 		return nil, err
@@ -99,8 +102,9 @@ func newCrowd(ctx context.Context, client *http.Client, base string, max int, ma
 	// What Go's HTTP client sends, so that usher parses as much as it did.
 	req := fmt.Appendf(nil, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\nAccept: application/json\r\nAccept-Encoding: gzip\r\n",
 		u.RequestURI(), u.Host)
+	var workers atomic.Int64
 	return startCrowd(ctx, req, name, len(value)+96, max, maxRefresh, func(dials *atomic.Int64) checkInConn {
-		wc := &waiterConn{addr: u.Host, dials: dials}
+		wc := &waiterConn{addr: hosts[int(workers.Add(1)-1)%len(hosts)], dials: dials}
 		// Each connection opens at the start, as a crowd's browsers are
 		// connected before the steps are measured.
 		_ = wc.dial()

@@ -52,9 +52,14 @@ func Warnings(out any) []string {
 		}
 		return ws
 	case *StandingResult:
+		var ws []string
 		if r.MaxWaiters == 0 {
-			return []string{fmt.Sprintf("no number of waiters stayed within the bound (p99 %s): the run measured no capacity; raise --bound or look at the steps", ms(r.BoundMs))}
+			ws = append(ws, fmt.Sprintf("no number of waiters stayed within the bound (p99 %s): the run measured no capacity; raise --bound or look at the steps", ms(r.BoundMs)))
 		}
+		if r.Stopped != "" {
+			ws = append(ws, "stopped before the last step: "+r.Stopped)
+		}
+		return ws
 	}
 	return nil
 }
@@ -154,10 +159,39 @@ func writeStandingSummary(w io.Writer, r *StandingResult) {
 				bench.Count(s.Waiters), ms(s.DelayP99ms), bench.Count(s.Errors), rps(s.CheckInsPerS), ms(s.LateP99ms))
 		}
 	}
+	writeStandingRedis(w, r)
 	if n := len(r.Steps); n > 0 && r.Steps[n-1].Waiters == r.MaxWaiters {
 		fmt.Fprintf(w, "That is the most it tried (--max-waiters).\n")
 	}
 	fmt.Fprintf(w, "The load generator held its waiters in %.0f MB.\n", r.GeneratorRSSMB)
+}
+
+// writeStandingRedis writes what a standing room on Redis cost the
+// Redis masters and the nodes, step by step.
+func writeStandingRedis(w io.Writer, r *StandingResult) {
+	if r.Store != "redis" && r.Store != "redis-cluster" {
+		return
+	}
+	store := "one Redis server"
+	if r.Store == "redis-cluster" {
+		store = "a Redis Cluster"
+		if n := len(r.Steps); n > 0 {
+			store = fmt.Sprintf("a Redis Cluster of %d masters", len(r.Steps[n-1].RedisShards))
+		}
+	}
+	fmt.Fprintf(w, "On %s, %d usher nodes sharing it:\n", store, r.Nodes)
+	for _, s := range r.Steps {
+		var shards, rss []string
+		for _, sh := range s.RedisShards {
+			shards = append(shards, fmt.Sprintf("%s %s calls/s (%s commands/s), %.0f%% of a core, %.0f MB",
+				sh.Addr, rps(sh.CallsPerS), rps(sh.CommandsPerS), 100*sh.CPUPerS, sh.UsedMemoryMB))
+		}
+		for _, m := range s.RSSPerNodeMB {
+			rss = append(rss, fmt.Sprintf("%.0f", m))
+		}
+		fmt.Fprintf(w, "  %s waiters: %.3f Redis calls a check-in (%.1f commands, scripts' included; %s check-ins a second, p99 %s); usher %s a check-in over the nodes, %s MB each; masters: %s.\n",
+			bench.Count(s.Waiters), s.RedisCallsPerCheckIn, s.RedisCommandsPerCheckIn, rps(s.CheckInsPerS), ms(s.P99ms), us(s.UsherCPUus), strings.Join(rss, "/"), strings.Join(shards, "; "))
+	}
 }
 
 // us writes microseconds: "42.1us".
