@@ -99,25 +99,7 @@ for exp, offs in pairs(acc) do
         m.wn = m.wn + d
       end
     end
-    if s == '' then
-      if had then
-        redis.call('HDEL', W, f)
-      end
-    else
-      redis.call('HSET', W, f, s)
-    end
-    if had ~= (s ~= '') then
-      local d2 = 1
-      if had then
-        d2 = -1
-      end
-      local idx = bump(redis.call('HGET', W, exp) or '', pg, d2)
-      if idx == '' then
-        redis.call('HDEL', W, exp)
-      else
-        redis.call('HSET', W, exp, idx)
-      end
-    end
+    store_page(exp, pg, had, s)
   end
 end
 counts(m, delta)

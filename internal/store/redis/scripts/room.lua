@@ -263,6 +263,32 @@ local function count(s, k)
   return 0
 end
 
+-- store_page writes s, the records of page pg of the waiting cell
+-- expiring at exp (had: the page held records before), and keeps the
+-- cell's index of pages in step: a page listed while it has records.
+local function store_page(exp, pg, had, s)
+  local f = exp .. ':' .. pg
+  if s == '' then
+    if had then
+      redis.call('HDEL', W, f)
+    end
+  else
+    redis.call('HSET', W, f, s)
+  end
+  if had ~= (s ~= '') then
+    local d2 = 1
+    if had then
+      d2 = -1
+    end
+    local idx = bump(redis.call('HGET', W, exp) or '', pg, d2)
+    if idx == '' then
+      redis.call('HDEL', W, exp)
+    else
+      redis.call('HSET', W, exp, idx)
+    end
+  end
+end
+
 -- cell adds d to the waiters of bucket offset off in the waiting cell
 -- expiring at exp: a record in the page "exp:page" of PAGE buckets, the
 -- page listed in the cell's index "exp" while it has records. A count
@@ -282,24 +308,7 @@ local function cell(exp, off, d)
       return 0
     end
   end
-  s = bump(s, off, d)
-  if s == '' then
-    redis.call('HDEL', W, f)
-  else
-    redis.call('HSET', W, f, s)
-  end
-  if had ~= (s ~= '') then
-    local d2 = 1
-    if had then
-      d2 = -1
-    end
-    local idx = bump(redis.call('HGET', W, exp) or '', pg, d2)
-    if idx == '' then
-      redis.call('HDEL', W, exp)
-    else
-      redis.call('HSET', W, exp, idx)
-    end
-  end
+  store_page(exp, pg, had, bump(s, off, d))
   return d
 end
 
