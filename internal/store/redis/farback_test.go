@@ -41,28 +41,32 @@ func TestFarBackCopiedTicket(t *testing.T) {
 		}
 		return d
 	}
-	// One visitor in, then a line of 20, five a second.
+	// One visitor in, then a line of 40: 39 ten a second, the last alone
+	// in a later second, so that the 39 are ahead of it.
 	if d := decide(0, nil); d.Outcome != usher.Admit {
 		t.Fatalf("first visitor: %v", d.Outcome)
 	}
 	var line []usher.Ticket
-	for i := range 20 {
+	for i := range 40 {
 		// Through both nodes, so that each learns how long the line is
-		// (a node reads no view of a room it knows no long line in).
-		now = now.Add(200 * time.Millisecond)
+		// (a node reads no view of a room it knows no long line in), with
+		// the batches applied as they would be within 100 ms.
+		now = now.Add(100 * time.Millisecond)
+		if i == 39 {
+			now = now.Add(time.Second)
+		}
 		d := decide(i%2, nil)
 		if d.Outcome != usher.Wait {
 			t.Fatalf("a newcomer: %v", d.Outcome)
 		}
 		line = append(line, d.Ticket)
+		stores[0].FlushMoves(ctx)
+		stores[1].FlushMoves(ctx)
 	}
 	last := line[len(line)-1]
-	// The last newcomer is alone in its second: the 19 others are ahead.
 	// (Its own first answer may be up to a view's age old.)
-	const place = 20
+	const place = 40
 	now = last.NextCheckIn
-	stores[0].FlushMoves(ctx) // the newcomers' counts, from the nodes' views
-	stores[1].FlushMoves(ctx)
 	calls := stores[0].Calls() + stores[1].Calls()
 	views := stores[0].FarBackStats().Views + stores[1].FarBackStats().Views
 	answered := stores[0].FarBackStats().Answered + stores[1].FarBackStats().Answered
@@ -91,8 +95,8 @@ func TestFarBackCopiedTicket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Waiting != 20 {
-		t.Fatalf("%d waiting after a copied check-in, want 20", st.Waiting)
+	if st.Waiting != 40 {
+		t.Fatalf("%d waiting after a copied check-in, want 40", st.Waiting)
 	}
 	// Both answers' tickets check in again, when everyone else's count has
 	// lapsed (they never checked in): one count, at the front.
