@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/bench/selfbench"
 	"github.com/usherhq/usher/internal/config"
 	"github.com/usherhq/usher/internal/server"
@@ -197,18 +196,4 @@ func printTable(w io.Writer, v any) {
 		_ = dec.Decode(&raw)
 		fmt.Fprintf(w, "%-28s %s\n", k, raw)
 	}
-}
-
-// writePlot writes a flash crowd's plot (usher simulate's).
-func writePlot(path string, tl *bench.Timeline, lim bench.Limits, title string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sum := bench.SimSummary(tl, lim, time.Second)
-	if err := bench.PlotSVG(f, sum.Series, lim, sum.Waits, title); err != nil {
-		return err
-	}
-	return f.Close()
 }

@@ -255,7 +255,7 @@ func (m *Main) simulate(ctx context.Context, args []string) error {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the simulated clock reached --horizon %v with visitors still there; raise it to see the end", *horizon))
 	}
 	if *plot != "" {
-		if err := writePlot(*plot, tl, lim, fmt.Sprintf("usher simulate: room %s, %s", room.ID, *arrivals)); err != nil {
+		if err := bench.WritePlot(*plot, tl, lim, fmt.Sprintf("usher simulate: room %s, %s", room.ID, *arrivals)); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -528,4 +529,19 @@ func esc(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// WritePlot writes a flash crowd's plot of tl under lim to the file path:
+// PlotSVG of its summary at one-second steps.
+func WritePlot(path string, tl *Timeline, lim Limits, title string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sum := SimSummary(tl, lim, time.Second)
+	if err := PlotSVG(f, sum.Series, lim, sum.Waits, title); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -90,7 +90,7 @@ func Flash(ctx context.Context, f *Config, p *Product) (*FlashResult, error) {
 	}
 	if f.Plot != "" {
 		title := fmt.Sprintf("usher flash crowd: %s, %d active, %d/min", f.Arrivals, f.Total, f.PerMinute)
-		if err := writePlot(f.Plot, tl, lim, title); err != nil {
+		if err := bench.WritePlot(f.Plot, tl, lim, title); err != nil {
 			return nil, fmt.Errorf("--plot: %w", err)
 		}
 	}

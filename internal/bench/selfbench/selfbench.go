@@ -13,13 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/usherhq/usher"
 	"github.com/usherhq/usher/internal/admission"
-	"github.com/usherhq/usher/internal/bench"
 	"github.com/usherhq/usher/internal/config"
 )
 
@@ -92,18 +90,4 @@ func Run(ctx context.Context, c *Config, p *Product) (any, error) {
 		return Autopilot(ctx, c, p)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", c.Scenario)
-}
-
-// writePlot writes the flash crowd's plot.
-func writePlot(path string, tl *bench.Timeline, lim bench.Limits, title string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sum := bench.SimSummary(tl, lim, time.Second)
-	if err := bench.PlotSVG(f, sum.Series, lim, sum.Waits, title); err != nil {
-		return err
-	}
-	return f.Close()
 }
