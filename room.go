@@ -89,6 +89,13 @@ type Settings struct {
 	// Autopilot governs the effective limits by the origin's health (zero:
 	// off).
 	Autopilot Autopilot
+	// Shards spreads the room's line over that many Redis hash slots: a
+	// front, which admits and holds the line up to its serving horizon,
+	// and Shards-1 back shards holding the waiters behind it (zero or one:
+	// the whole room in one slot, the default). FIFO rooms only; the
+	// embedded store is one process and ignores it. See docs/scaling.md,
+	// "A room beyond one shard".
+	Shards int
 }
 
 // ClientLimit caps how many new tickets (new places in line) one client,

@@ -253,6 +253,9 @@ type AdmitOp struct {
 	// "admitted at once" and "pay first" is made in the same atomic step as
 	// the admission, never on a status read earlier.
 	Unproven bool
+	// Shards is the room's Settings.Shards: a store that can spread a
+	// room's line over several shards (Redis) does so; others ignore it.
+	Shards int
 }
 
 // ClientOp is a per-client limit on new tickets.

@@ -441,6 +441,7 @@ func (e *Engine) decide(ctx context.Context, room *usher.Room, v usher.Visit, se
 		NoAdmit:  s.QueueAll || sched.Phase == usher.Prequeue,
 		Force:    s.QueueingMethod == usher.Passthrough && !s.QueueAll && sched.Phase != usher.Prequeue,
 		Unproven: unproven,
+		Shards:   s.Shards,
 	}
 	if tk.Joining {
 		// Its first check-in: from the joining bucket to its place.
