@@ -71,8 +71,12 @@ type farBack struct {
 	wake  chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
+	hdone chan struct{} // the horizon loop's (shards.go)
 
 	answered, moved, replays, dropped, flushes, views atomic.Int64
+	// A room spread over shards: moves a back shard refused, horizon
+	// steps that moved it, back shards' crossing calls.
+	backMoved, refused, horizons, crossings atomic.Int64
 }
 
 // farRoom is what a node holds of one room for far-back check-ins.
@@ -88,10 +92,27 @@ type farRoom struct {
 	// margin: nobody is far back in a short line, and a room's view costs
 	// a call a second.
 	waiting int64
-	pending []move
+	// pending are the moves to apply, per shard: 0 the room's own (the
+	// front), i its back shard i.
+	pending [][]move
 	// broken is when the room's far-back check-ins may use batches again
 	// after a batch failed (unix ms of the op clock).
 	broken int64
+	// A room spread over shards (shards.go): how many, its back shards'
+	// keys, and the limits its serving horizon is kept by (the last op's,
+	// with the longest count any op ran for in the room).
+	shards           int
+	backs            []shardKeys
+	total, perMinute int
+	longest          time.Duration
+}
+
+// queued returns the moves pending over all shards.
+func (r *farRoom) queued() (n int) {
+	for _, p := range r.pending {
+		n += len(p)
+	}
+	return n
 }
 
 // move is one far-back check-in, to be applied.
@@ -110,6 +131,13 @@ type roomView struct {
 	// usable is false when the line spreads over more buckets than
 	// FarBack.MaxPages holds.
 	usable bool
+	// A room spread over shards: the front's serving horizon (0: none),
+	// the horizon lease's holder and end (unix ms), the live waiters the
+	// front holds up to the horizon, and the back shards' counts of the
+	// buckets behind it, in order (see shards.go).
+	hz, hl, hle int64
+	front       int64
+	back        []count
 	// buckets are the buckets with live waiters, in order, and before
 	// the live waiters in the buckets before each.
 	buckets []int64
@@ -140,7 +168,7 @@ func newFarBack(o FarBack) *farBack {
 		o.MaxPages = 4096
 	}
 	return &farBack{opts: o, rooms: map[string]*farRoom{}, wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), hdone: make(chan struct{})}
 }
 
 // FarBackStats are a Store's counts of far-back check-ins since Open.
@@ -155,13 +183,20 @@ type FarBackStats struct {
 	Dropped int64
 	// Flushes counts the batch calls, Views the view reads.
 	Flushes, Views int64
+	// A room spread over shards: BackMoved counts the moves back shards
+	// applied (of Moved), Refused those a back shard refused as its front
+	// held their bucket by then (applied on the front), Horizons the
+	// horizon steps that moved a horizon, Crossings the back shards'
+	// hand-over calls.
+	BackMoved, Refused, Horizons, Crossings int64
 }
 
 // FarBackStats returns the Store's counts of far-back check-ins.
 func (s *Store) FarBackStats() FarBackStats {
 	f := s.far
 	return FarBackStats{Answered: f.answered.Load(), Moved: f.moved.Load(), Replays: f.replays.Load(),
-		Dropped: f.dropped.Load(), Flushes: f.flushes.Load(), Views: f.views.Load()}
+		Dropped: f.dropped.Load(), Flushes: f.flushes.Load(), Views: f.views.Load(),
+		BackMoved: f.backMoved.Load(), Refused: f.refused.Load(), Horizons: f.horizons.Load(), Crossings: f.crossings.Load()}
 }
 
 // farMargin returns the fewest live waiters ahead of a check-in for which
@@ -210,15 +245,10 @@ func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (u
 		return usher.AdmitResult{}, false
 	}
 	margin := farMargin(op)
+	// Its limits still tell early check-ins (Peek) which are far back, and
+	// the horizon of a room spread over shards how far it is kept.
+	s.note(room, op, margin)
 	if !FarEligible(op) {
-		// Its limits still tell early check-ins (Peek) which are far back.
-		f.mu.Lock()
-		if r := f.rooms[room]; r != nil {
-			r.margin = margin
-		} else {
-			f.rooms[room] = &farRoom{margin: margin}
-		}
-		f.mu.Unlock()
 		return usher.AdmitResult{}, false
 	}
 	v := s.view(ctx, room, op.Now, margin)
@@ -232,12 +262,21 @@ func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (u
 	_, vp, _ := s.room(room, op.Now)
 	f.mu.Lock()
 	r := f.rooms[room]
-	if len(r.pending) >= maxPending || op.Now.UnixMilli() < r.broken {
+	if r.queued() >= maxPending || op.Now.UnixMilli() < r.broken {
 		f.mu.Unlock()
 		return usher.AdmitResult{}, false
 	}
-	r.pending = append(r.pending, move{visitor: visitorKey(vp, op.Visitor), op: *op})
-	full := len(r.pending) >= f.opts.MaxBatch
+	// Behind the serving horizon, the bucket's back shard counts it.
+	shard := 0
+	if r.shards > 1 && len(r.backs) == r.shards-1 && v.hz > 0 && op.Bucket > v.hz {
+		shard = backOf(op.Bucket, r.shards)
+		vp = r.backs[shard-1].visitors
+	}
+	for len(r.pending) <= shard {
+		r.pending = append(r.pending, nil)
+	}
+	r.pending[shard] = append(r.pending[shard], move{visitor: visitorKey(vp, op.Visitor), op: *op})
+	full := len(r.pending[shard]) >= f.opts.MaxBatch
 	f.mu.Unlock()
 	if full && !f.opts.Manual {
 		select {
@@ -321,9 +360,18 @@ func (s *Store) view(ctx context.Context, room string, now time.Time, margin int
 func (s *Store) readView(ctx context.Context, room string, now time.Time) *roomView {
 	f := s.far
 	rk, _, known := s.room(room, now)
+	f.mu.Lock()
+	backs := f.rooms[room].backs
+	f.mu.Unlock()
 	args := append(writeArgs(make([]string, 0, 6), now, known, &s.opts), itoa(int64(f.opts.MaxPages)))
 	f.views.Add(1)
-	v, err := parseView(s.run(ctx, s.scripts.view, rk[:5], args))
+	v, cs, err := parseView(s.run(ctx, s.scripts.view, rk[:5], args))
+	if err == nil && len(backs) > 0 && v.exists {
+		cs, err = s.readBacks(ctx, v, cs, backs, now)
+	}
+	if err == nil {
+		v.index(cs)
+	}
 	f.mu.Lock()
 	r := f.rooms[room]
 	r.refreshing = false
@@ -342,40 +390,47 @@ func (s *Store) readView(ctx context.Context, room string, now time.Time) *roomV
 	return v
 }
 
-// parseView reads view.lua's answer.
-func parseView(res valkey.ValkeyResult) (*roomView, error) {
+// count is a bucket's live waiters.
+type count struct{ bucket, n int64 }
+
+// viewHead is the number of values view.lua answers before its pages.
+const viewHead = 13
+
+// parseView reads view.lua's answer: the view (not yet indexed) and its
+// counts per bucket, in order.
+func parseView(res valkey.ValkeyResult) (*roomView, []count, error) {
 	if err := res.Error(); err != nil {
-		return nil, fail("view", err)
+		return nil, nil, fail("view", err)
 	}
 	arr, err := res.ToArray()
-	if err != nil || len(arr) < 9 {
-		return nil, malformed("view", "%d values, want at least 9 (%v)", len(arr), err)
+	if err != nil || len(arr) < viewHead {
+		return nil, nil, malformed("view", "%d values, want at least %d (%v)", len(arr), viewHead, err)
 	}
-	var head [9]int64
+	var head [viewHead]int64
 	for i := range head {
 		if head[i], err = arr[i].ToInt64(); err != nil {
-			return nil, malformed("view", "value %d: %v", i, err)
+			return nil, nil, malformed("view", "value %d: %v", i, err)
 		}
 	}
 	v := &roomView{exists: head[0] == 1, born: head[4], rec: head[5], usable: head[8] >= 0,
 		stats: usher.RoomStats{Active: head[1], Waiting: head[2], AdmittedLastMinute: head[3]}}
+	v.hz, v.hl, v.hle = head[9], head[10], head[11]
 	if !v.exists || head[6] == 0 || head[8] <= 0 {
-		return v, nil
+		return v, nil, nil
 	}
 	base := head[7]
-	if int64(len(arr)) != 9+2*head[8] {
-		return nil, malformed("view", "%d values for %d pages", len(arr), head[8])
+	if int64(len(arr)) != viewHead+2*head[8] {
+		return nil, nil, malformed("view", "%d values for %d pages", len(arr), head[8])
 	}
-	type count struct{ bucket, n int64 }
 	var cs []count
-	for k := 9; k < len(arr); k += 2 {
+	for k := viewHead; k < len(arr); k += 2 {
 		field, err := arr[k].ToInt64()
 		if err != nil {
-			return nil, malformed("view", "page field: %v", err)
+			return nil, nil, malformed("view", "page field: %v", err)
 		}
 		page, err := arr[k+1].ToString()
 		if err != nil || len(page) != 4*fan {
-			return nil, malformed("view", "page %d: %d bytes", field, len(page))
+			return nil, nil, malformed("view", "page %d: %d bytes", field, len(page))
 		}
 		tree, first := field%2, (field/16)*fan
 		for slot := range int64(fan) {
@@ -391,13 +446,19 @@ func parseView(res valkey.ValkeyResult) (*roomView, error) {
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].bucket < cs[j].bucket })
+	return v, cs, nil
+}
+
+// index makes the view's prefix sums of cs, the live waiters per bucket in
+// order.
+func (v *roomView) index(cs []count) {
 	v.buckets = make([]int64, len(cs))
 	v.before = make([]int64, len(cs))
+	v.total = 0
 	for i, c := range cs {
 		v.buckets[i], v.before[i] = c.bucket, v.total
 		v.total += max(c.n, 0)
 	}
-	return v, nil
 }
 
 // learn notes room's live waiters from an answer of the store: a view is
@@ -413,7 +474,7 @@ func (s *Store) learn(room string, waiting int64) {
 		r = &farRoom{}
 		f.rooms[room] = r
 	}
-	r.waiting = waiting
+	r.waiting = waiting + r.behind()
 	f.mu.Unlock()
 }
 
@@ -427,25 +488,31 @@ func (s *Store) FlushMoves(ctx context.Context) {
 	f.mu.Lock()
 	type batch struct {
 		room  string
+		shard int
 		moves []move
 	}
 	var all []batch
 	for room, r := range f.rooms {
-		if len(r.pending) > 0 {
-			all = append(all, batch{room, r.pending})
-			r.pending = nil
+		for shard, p := range r.pending {
+			if len(p) > 0 {
+				all = append(all, batch{room, shard, p})
+				r.pending[shard] = nil
+			}
 		}
 	}
 	f.mu.Unlock()
 	for _, b := range all {
 		for i := 0; i < len(b.moves); i += f.opts.MaxBatch {
-			s.applyMoves(ctx, b.room, b.moves[i:min(len(b.moves), i+f.opts.MaxBatch)])
+			s.applyMoves(ctx, b.room, b.shard, b.moves[i:min(len(b.moves), i+f.opts.MaxBatch)])
 		}
 	}
 }
 
-// applyMoves applies one batch of a room's moves with one script call.
-func (s *Store) applyMoves(ctx context.Context, room string, moves []move) {
+// applyMoves applies one batch of a room's moves on one of its shards (0:
+// its own keys) with one script call. A back shard refuses the moves of
+// buckets its front has taken over since the node routed them: they are
+// applied on the front.
+func (s *Store) applyMoves(ctx context.Context, room string, shard int, moves []move) {
 	f := s.far
 	now := moves[0].op.Now
 	for _, m := range moves[1:] {
@@ -453,7 +520,13 @@ func (s *Store) applyMoves(ctx context.Context, room string, moves []move) {
 			now = m.op.Now
 		}
 	}
-	rk, _, known := s.room(room, now)
+	rk, vp, known := s.room(room, now)
+	if shard > 0 {
+		f.mu.Lock()
+		b := f.rooms[room].backs[shard-1]
+		f.mu.Unlock()
+		rk, known = b.keys, 0
+	}
 	keys := append(make([]string, 0, 5+len(moves)), rk[:5]...)
 	args := writeArgs(make([]string, 0, 5+8*len(moves)), now, known, &s.opts)
 	for _, m := range moves {
@@ -463,8 +536,8 @@ func (s *Store) applyMoves(ctx context.Context, room string, moves []move) {
 			itoa(atMilli(op.Counted)), itoa(op.Keep), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 	}
 	f.flushes.Add(1)
-	var v [4]int64
-	if err := ints("moves", s.run(ctx, s.scripts.moves, keys, args), v[:]); err != nil {
+	v, refused, err := parseMoves(s.run(ctx, s.scripts.moves, keys, args), len(moves))
+	if err != nil {
 		f.dropped.Add(int64(len(moves)))
 		f.mu.Lock()
 		if r := f.rooms[room]; r != nil {
@@ -477,7 +550,48 @@ func (s *Store) applyMoves(ctx context.Context, room string, moves []move) {
 	}
 	f.moved.Add(v[0])
 	f.replays.Add(v[1])
-	s.remember(room, now, v[2], v[3])
+	if shard == 0 {
+		s.remember(room, now, v[2], v[3])
+		return
+	}
+	f.backMoved.Add(v[0])
+	if len(refused) > 0 {
+		f.refused.Add(int64(len(refused)))
+		front := make([]move, 0, len(refused))
+		for _, i := range refused {
+			m := moves[i]
+			m.visitor = visitorKey(vp, m.op.Visitor)
+			front = append(front, m)
+		}
+		s.applyMoves(ctx, room, 0, front)
+	}
+}
+
+// parseMoves reads moves.lua's answer: its counts and the moves it
+// refused (0-based).
+func parseMoves(res valkey.ValkeyResult, n int) (v [4]int64, refused []int, err error) {
+	if err := res.Error(); err != nil {
+		return v, nil, fail("moves", err)
+	}
+	arr, err := res.ToArray()
+	if err != nil || len(arr) < 4 || len(arr) > 4+n {
+		return v, nil, malformed("moves", "%d values for %d moves (%v)", len(arr), n, err)
+	}
+	for i := range arr {
+		x, err := arr[i].ToInt64()
+		if err != nil {
+			return v, nil, malformed("moves", "value %d: %v", i, err)
+		}
+		if i < 4 {
+			v[i] = x
+			continue
+		}
+		if x < 1 || x > int64(n) {
+			return v, nil, malformed("moves", "refused move %d of %d", x, n)
+		}
+		refused = append(refused, int(x-1))
+	}
+	return v, refused, nil
 }
 
 // flushLoop applies the batches every Flush, or when one is full, until

@@ -45,10 +45,11 @@ type farVisitor struct {
 }
 
 type farEvent struct {
-	at  time.Time
-	seq int
-	v   *farVisitor // nil: a node's flush
-	n   int         // the node flushing
+	at   time.Time
+	seq  int
+	v    *farVisitor // nil: a node's flush, or its horizon step
+	n    int         // the node flushing or stepping
+	step bool        // a horizon step (a room spread over shards)
 }
 
 type farQueue []farEvent
@@ -82,12 +83,27 @@ type farConfig struct {
 	maxLate time.Duration
 	// off answers every check-in with a call of its own (the reference).
 	off bool
+	// shards spreads the room over a front and shards-1 back shards; each
+	// node steps the serving horizon every second.
+	shards int
+	// die is the chance, at each of a node's horizon steps, that the node
+	// dies for 3 to 8 s: its pending moves and views lost, no flush, no
+	// step (its horizon lease lapses), no visitor served.
+	die float64
+	// stall stops every node's horizon steps from stall[0] to stall[1]
+	// after the start: the front drains to its horizon and must wait.
+	stall [2]time.Duration
 }
 
 type farResult struct {
 	checkIns, answered, lost int64
 	inversions, requeued     int
 	admitted, exact          int
+	deaths, horizons         int
+	backMoved, refused       int64
+	// over is the most the store counted waiting beyond the live
+	// waiting tickets at an exact check of a room spread over shards.
+	over int64
 }
 
 func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
@@ -107,6 +123,7 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
 		TotalActiveUsers: 10, NewUsersPerMinute: 30, SessionDuration: 20 * time.Second,
 		RefreshInterval: 5 * time.Second, MaxRefreshInterval: time.Minute, QueueingMethod: usher.FIFO,
+		Shards: cfg.shards,
 	}}
 	s := &room.Settings
 
@@ -129,7 +146,12 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 	}
 	for n := range stores {
 		push(farEvent{at: start.Add(time.Duration(rng.Int64N(int64(cfg.maxLate)))), n: n})
+		if cfg.shards > 1 {
+			push(farEvent{at: start.Add(time.Duration(rng.Int64N(int64(time.Second)))), n: n, step: true})
+		}
 	}
+	dead := make([]time.Time, cfg.nodes) // a node is dead until then
+	alive := func(n int) bool { return !now.Before(dead[n]) }
 	var res farResult
 	var admissions []time.Time
 	type adm struct {
@@ -155,9 +177,21 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 		for _, st := range stores {
 			st.FlushMoves(ctx)
 		}
-		got, err := stores[0].Stats(ctx, room.ID, now)
-		if err != nil {
-			t.Fatal(err)
+		var got int64
+		if cfg.shards > 1 {
+			// The front's count and the back shards' behind its horizon,
+			// read now.
+			w, err := stores[0].Waiting(ctx, room.ID, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = w
+		} else {
+			st, err := stores[0].Stats(ctx, room.ID, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = st.Waiting
 		}
 		want := int64(0)
 		for _, v := range all {
@@ -165,8 +199,16 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 				want++
 			}
 		}
-		if got.Waiting != want {
-			t.Fatalf("at %v the store counts %d waiting, the tickets %d", now.Sub(start), got.Waiting, want)
+		switch {
+		case cfg.shards > 1 && got >= want:
+			// Spread over shards, a waiter whose count moved between the
+			// front and a back shard outside a batch (a call on the
+			// front behind the horizon, then a batch to its back shard)
+			// may be counted twice until its old cell expires: never
+			// less than the live.
+			res.over = max(res.over, got-want)
+		case got != want:
+			t.Fatalf("at %v the store counts %d waiting, the tickets %d", now.Sub(start), got, want)
 		}
 		res.exact++
 	}
@@ -182,7 +224,28 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 			exact()
 			nextExact = now.Add(10 * time.Second)
 		}
+		if ev.v == nil && ev.step {
+			push(farEvent{at: now.Add(time.Second), n: ev.n, step: true})
+			if !alive(ev.n) || (now.Sub(start) >= cfg.stall[0] && now.Sub(start) < cfg.stall[1]) {
+				continue
+			}
+			if rng.Float64() < cfg.die {
+				res.lost += int64(stores[ev.n].LoseMoves())
+				lostAny = true
+				res.deaths++
+				dead[ev.n] = now.Add(3*time.Second + time.Duration(rng.Int64N(int64(5*time.Second))))
+				continue
+			}
+			if stores[ev.n].StepHorizon(ctx, room.ID, now) {
+				res.horizons++
+			}
+			continue
+		}
 		if ev.v == nil {
+			if !alive(ev.n) {
+				push(farEvent{at: now.Add(time.Duration(1 + rng.Int64N(int64(cfg.maxLate)))), n: ev.n})
+				continue
+			}
 			if rng.Float64() < cfg.lose {
 				res.lost += int64(stores[ev.n].LoseMoves())
 				lostAny = true
@@ -207,8 +270,19 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 		inSession := len(v.sessions) > 0 && now.Before(v.sessions[len(v.sessions)-1][1])
 		waiting := v.ticket != nil && v.ticket.State == usher.Waiting
 		node := rng.IntN(cfg.nodes)
+		for k := 0; k < cfg.nodes && !alive(node); k++ {
+			node = (node + 1) % cfg.nodes
+		}
+		if !alive(node) {
+			// Every node is down: the visitor tries again in a second.
+			push(farEvent{at: now.Add(time.Second), v: v})
+			continue
+		}
 		if v.held > 0 {
-			node, v.held = v.held-1, 0
+			if alive(v.held - 1) {
+				node = v.held - 1
+			}
+			v.held = 0
 		} else if waiting {
 			// As the gate: a near-front check-in that cannot go in before
 			// the next whole second is held to it, on its node.
@@ -267,6 +341,8 @@ func runFar(t *testing.T, srv *redistest.Server, cfg farConfig) farResult {
 		st.FlushMoves(ctx)
 		fb := st.FarBackStats()
 		res.answered += fb.Answered
+		res.backMoved += fb.BackMoved
+		res.refused += fb.Refused
 		if fb.Dropped > 0 {
 			t.Fatalf("%d moves dropped by failed batches", fb.Dropped)
 		}
@@ -309,12 +385,18 @@ func TestFarBackProperties(t *testing.T) {
 		{"one node, batches on time", farConfig{seed: 1, nodes: 1, visitors: 600, maxLate: 200 * time.Millisecond}},
 		{"three nodes, batches up to 1.5 s late", farConfig{seed: 2, nodes: 3, visitors: 600, maxLate: 1500 * time.Millisecond}},
 		{"three nodes, a tenth of the flushes lost", farConfig{seed: 3, nodes: 3, visitors: 600, maxLate: time.Second, lose: 0.1}},
+		// A room spread over a front and two back shards.
+		{"three shards, three nodes, batches up to 1.5 s late", farConfig{seed: 4, nodes: 3, visitors: 600, maxLate: 1500 * time.Millisecond, shards: 3}},
+		{"three shards, nodes dying", farConfig{seed: 5, nodes: 3, visitors: 600, maxLate: time.Second, shards: 3, die: 0.02}},
+		{"three shards, the horizon stalled for five minutes", farConfig{seed: 7, nodes: 3, visitors: 600, maxLate: time.Second, shards: 3,
+			stall: [2]time.Duration{30 * time.Second, 330 * time.Second}}},
+		{"five shards, one node, a tenth of the flushes lost", farConfig{seed: 6, nodes: 1, visitors: 600, maxLate: time.Second, shards: 5, lose: 0.1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res := runFar(t, srv, c.cfg)
-			t.Logf("%d check-ins, %d answered from views (%.0f %%), %d moves lost, %d admitted, %d inversions, %d re-queued, %d exact counts",
+			t.Logf("%d check-ins, %d answered from views (%.0f %%), %d moves lost, %d admitted, %d inversions, %d re-queued, %d exact counts (%d over at most), %d deaths, %d horizon moves, %d moves on back shards, %d refused there",
 				res.checkIns, res.answered, 100*float64(res.answered)/float64(max(res.checkIns, 1)), res.lost, res.admitted,
-				res.inversions, res.requeued, res.exact)
+				res.inversions, res.requeued, res.exact, res.over, res.deaths, res.horizons, res.backMoved, res.refused)
 			if res.inversions > 0 || res.requeued > 0 {
 				t.Errorf("%d inversions, %d re-queued while browsing; want none", res.inversions, res.requeued)
 			}
@@ -323,6 +405,13 @@ func TestFarBackProperties(t *testing.T) {
 			}
 			if c.cfg.lose > 0 && res.lost == 0 {
 				t.Errorf("no move lost: the case tests nothing")
+			}
+			if c.cfg.shards > 1 && (res.horizons < 5 || res.backMoved*5 < res.answered) {
+				t.Errorf("the horizon moved %d times, %d of %d far-back moves on back shards: the case tests nothing",
+					res.horizons, res.backMoved, res.answered)
+			}
+			if c.cfg.die > 0 && res.deaths == 0 {
+				t.Errorf("no node died: the case tests nothing")
 			}
 		})
 	}

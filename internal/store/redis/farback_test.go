@@ -112,3 +112,48 @@ func TestFarBackCopiedTicket(t *testing.T) {
 		t.Fatalf("after the copies' next check-ins: %d waiting, positions %d and %d; want 1, 1, 1", st.Waiting, da.Position, db.Position)
 	}
 }
+
+// TestHorizonAdmitsNobodyBehind: in a room spread over shards, the front
+// admits nobody behind its serving horizon, free places or not: a waiter
+// there may have others ahead of it counted on the back shards. A horizon
+// that stops (its holder gone) costs places, never the order; once it
+// moves on, the waiter goes in.
+func TestHorizonAdmitsNobodyBehind(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	st := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t), FarBack: redis.FarBack{Manual: true}})
+	eng := admission.New(st, admission.Options{Now: func() time.Time { return now }})
+	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
+		TotalActiveUsers: 5, NewUsersPerMinute: 60, SessionDuration: time.Hour,
+		RefreshInterval: 5 * time.Second, QueueingMethod: usher.FIFO, Shards: 3,
+	}}
+	decide := func(tk *usher.Ticket) usher.Decision {
+		t.Helper()
+		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: tk, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := decide(nil); d.Outcome != usher.Admit {
+		t.Fatalf("the first visitor: %v, want admitted", d.Outcome)
+	}
+	if !st.StepHorizon(ctx, room.ID, now) {
+		t.Fatal("the first step set no horizon")
+	}
+	now = t0.Add(20 * time.Second) // no step since: the horizon is t0 + 10 s
+	d := decide(nil)
+	if d.Outcome != usher.Wait {
+		t.Fatalf("a visitor behind the horizon with 4 places free: %v, want to wait", d.Outcome)
+	}
+	tk := d.Ticket
+	if !st.StepHorizon(ctx, room.ID, now) {
+		t.Fatal("the horizon did not move on")
+	}
+	now = tk.NextCheckIn
+	if d := decide(&tk); d.Outcome != usher.Admit {
+		t.Fatalf("at its check-in after the horizon moved on: %v, want admitted", d.Outcome)
+	}
+}

@@ -25,11 +25,15 @@ var (
 	viewLua string
 	//go:embed scripts/moves.lua
 	movesLua string
+	//go:embed scripts/cross.lua
+	crossLua string
+	//go:embed scripts/horizon.lua
+	horizonLua string
 )
 
 // scripts are the Lua scripts a Store runs.
 type scripts struct {
-	admit, renew, peek, stats, view, moves source
+	admit, renew, peek, stats, view, moves, cross, horizon source
 }
 
 func newScripts() scripts {
@@ -39,7 +43,10 @@ func newScripts() scripts {
 		peek:  newSource(commonLua + roomLua + peekLua),
 		view:  newSource(commonLua + roomLua + viewLua),
 		moves: newSource(commonLua + roomLua + movesLua),
-		stats: source{readOnly: true, text: commonLua + statsLua, sha: sha(commonLua + statsLua)},
+		// A room spread over shards (shards.go).
+		cross:   newSource(commonLua + roomLua + crossLua),
+		horizon: newSource(commonLua + roomLua + horizonLua),
+		stats:   source{readOnly: true, text: commonLua + statsLua, sha: sha(commonLua + statsLua)},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,8 @@ type Store struct {
 	rooms map[string]seen
 
 	far *farBack
+	// node is this Store's id as a holder of horizon leases (shards.go).
+	node int64
 }
 
 // seen is what a Store remembers of a room: its keys, and what it takes to
@@ -125,7 +128,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fail("open", err)
 	}
-	s := &Store{opts: opts, scripts: newScripts(), rooms: map[string]seen{}, far: newFarBack(opts.FarBack)}
+	s := &Store{opts: opts, scripts: newScripts(), rooms: map[string]seen{}, far: newFarBack(opts.FarBack),
+		node: 1 + rand.Int64N(1<<52)}
 	client := counting{vc, &s.calls}
 	s.client = client
 	pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -136,8 +140,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	if !s.far.opts.Off && !s.far.opts.Manual {
 		go s.flushLoop()
+		go s.horizonLoop()
 	} else {
 		close(s.far.done)
+		close(s.far.hdone)
 	}
 	return s, nil
 }
@@ -147,6 +153,7 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.far.stop)
 		<-s.far.done
+		<-s.far.hdone
 		s.client.Close()
 	})
 	return nil
@@ -200,6 +207,8 @@ func (s *Store) Admit(ctx context.Context, room string, op usher.AdmitOp) (usher
 	}
 	s.remember(room, op.Now, v[6], v[7])
 	s.learn(room, v[3])
+	// A room spread over shards: the waiters behind the horizon too.
+	v[3] += s.backWaiting(room)
 	return usher.AdmitResult{
 		Admitted:   v[0] == 1,
 		Ahead:      v[1],
@@ -270,7 +279,7 @@ func (s *Store) Peek(ctx context.Context, room string, now time.Time, bucket int
 		return 0, usher.RoomStats{}, err
 	}
 	s.learn(room, v[2])
-	return v[0], usher.RoomStats{Active: v[1], Waiting: v[2], AdmittedLastMinute: v[3]}, nil
+	return v[0], usher.RoomStats{Active: v[1], Waiting: v[2] + s.backWaiting(room), AdmittedLastMinute: v[3]}, nil
 }
 
 // Stats implements usher.Store with one read-only script call. Like the
@@ -281,7 +290,7 @@ func (s *Store) Stats(ctx context.Context, room string, now time.Time) (usher.Ro
 	if err := ints("stats", s.run(ctx, s.scripts.stats, rk[:5], []string{itoa(now.Unix()), itoa(now.UnixMilli())}), v[:]); err != nil {
 		return usher.RoomStats{}, err
 	}
-	return usher.RoomStats{Active: v[0], Waiting: v[1], AdmittedLastMinute: v[2]}, nil
+	return usher.RoomStats{Active: v[0], Waiting: v[1] + s.backWaiting(room), AdmittedLastMinute: v[2]}, nil
 }
 
 // Lapsed implements usher.Store with the same read-only script as Stats:

@@ -182,7 +182,9 @@ elseif random then
   end
   admitted = draw * (live + 1) < free
 else
-  admitted = ahead < free
+  -- In a room spread over shards, only the line up to the serving horizon
+  -- is here whole: nobody behind it is admitted (horizon.lua).
+  admitted = ahead < free and not (m.hz and bucket > m.hz)
 end
 if unproven and admitted and limited then
   -- An unproven visitor counts against its client only once it takes a

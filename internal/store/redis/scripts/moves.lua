@@ -11,13 +11,19 @@
 -- waiting exp, counted (ms), keep (unix s), take over (ms; 0: never),
 -- take over cell (0: any).
 --
--- Returns {applied, replays, born, rec}.
+-- On a back shard of a room spread over shards, a move of a bucket the
+-- front has taken over (at or before hx, see cross.lua) is refused: the
+-- node applies it on the front.
+--
+-- Returns {applied, replays, born, rec, then the refused moves' indices
+-- (1-based)}.
 local m = open()
 local now = math.max(NOW, m.x)
 latest(m, now)
 expire(m, now)
 local delta = {}
 local applied, replays = 0, 0
+local refused = {}
 -- The moves' cell changes, gathered per cell and bucket offset (takes and
 -- adds apart) and applied once per page of a cell below: a batch's moves
 -- mostly share a few cells.
@@ -46,10 +52,17 @@ for i = 0, n - 1 do
   local bucket, fromExp, fromAt = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local waitExp, counted, keep = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local takeOver, takeOverCell = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
-  local rc = record(V, now)
+  local rc = nil
+  if m.hx and bucket <= m.hx then
+    refused[#refused + 1] = i + 1
+  else
+    rc = record(V, now)
+  end
   local took = rc and fromAt < rc.at and takeOver > 0 and not rc.admitted and fromAt > 0 and
     fromAt == rc.from and rc.at <= takeOver and (takeOverCell == 0 or rc.cell <= takeOverCell)
-  if (rc and (fromAt < rc.at or rc.admitted) and not took) or (rc and counted <= rc.at) then
+  if m.hx and bucket <= m.hx then
+    -- refused: the front holds the bucket now
+  elseif (rc and (fromAt < rc.at or rc.admitted) and not took) or (rc and counted <= rc.at) then
     replays = replays + 1
   else
     if rc then
@@ -104,4 +117,8 @@ for exp, offs in pairs(acc) do
 end
 counts(m, delta)
 finish(m)
-return {applied, replays, m.born, m.rec or 0}
+local out = {applied, replays, m.born, m.rec or 0}
+for _, i in ipairs(refused) do
+  out[#out + 1] = i
+end
+return out

@@ -449,7 +449,12 @@ local function trusted(m, at)
 end
 
 -- FIELDS are the meta fields a script may change.
-local FIELDS = {'born', 'x', 'xm', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt', 'lp'}
+-- A room spread over shards (see horizon.lua, cross.lua) adds: hz, the
+-- front's serving horizon (the last bucket it holds whole; nothing later
+-- is admitted), hl and hle, the horizon lease's holder and its end (unix
+-- ms, op clock); hx, a back shard's last bucket crossed to the front.
+local FIELDS = {'born', 'x', 'xm', 'wn', 'an', 'rn', 'hi', 'rec', 'base', 'rl', 'll', 'rt', 'lt', 'lp', 'hz', 'hl',
+  'hle', 'hx'}
 
 -- finish writes the meta fields that changed and keeps the room's keys
 -- alive for the horizon past the latest cell.

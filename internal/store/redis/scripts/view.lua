@@ -7,12 +7,14 @@
 -- answers every check-in with a call of its own).
 --
 -- Returns {exists, active, waiting, admitted last minute, born, rec, has
--- base, base, pages returned (-1: too many), then per page its field and
+-- base, base, pages returned (-1: too many), serving horizon (0: none),
+-- horizon lease holder, its end (unix ms), last bucket crossed to the
+-- front (a back shard's; 0: none), then per page its field and
 -- its FAN packed counts}. Only the pages of the trees' level 0 are sent:
 -- field f holds positions (f // 16) * FAN .. + FAN - 1 of tree f % 2
 -- (see path in room.lua).
 if redis.call('EXISTS', M) == 0 then
-  return {0, 0, 0, 0, 0, 0, 0, 0, 0}
+  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 end
 local most = tonumber(ARGV[6])
 local m = open()
@@ -20,7 +22,8 @@ local now = math.max(NOW, m.x)
 expire(m, now)
 local out = rate_out(now, latest(m, now))
 finish(m)
-local res = {1, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn - out), m.born, m.rec or 0, 0, 0, 0}
+local res = {1, math.max(0, m.an), math.max(0, m.wn), math.max(0, m.rn - out), m.born, m.rec or 0, 0, 0, 0,
+  m.hz or 0, m.hl or 0, m.hle or 0, m.hx or 0}
 if not m.base then
   return res
 end
@@ -38,7 +41,7 @@ for k = 1, #raw, 2 do
     n = n + 1
     if n > most then
       res[9] = -1
-      for j = #res, 10, -1 do
+      for j = #res, 14, -1 do
         res[j] = nil
       end
       return res

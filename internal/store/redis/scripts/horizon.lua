@@ -1,0 +1,43 @@
+-- horizon.lua: the front of a room spread over shards moves its serving
+-- horizon (see shards.go). One node at a time holds the horizon lease
+-- (hl, until hle, on the op clock); it takes the buckets (from, upto] in,
+-- with the counts the back shards handed over (cross.lua), and sets the
+-- horizon to upto. Applied once: only while the horizon is still from, so
+-- a repeated call (an answer lost) changes nothing. The admission script
+-- admits nobody behind the horizon.
+--
+-- ARGV 6: the node's id, 7: the lease (ms), 8: from, 9: upto, 10: apply
+-- (0: only take or keep the lease), then per count: cell expiry, bucket,
+-- count.
+--
+-- Returns {held, horizon, born, rec, applied}.
+local node, lease = tonumber(ARGV[6]), tonumber(ARGV[7])
+local from, upto, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == '1'
+local m = open()
+local now = math.max(NOW, m.x)
+local ms = latest(m, now)
+expire(m, now)
+if (m.hl or 0) ~= node and (m.hle or 0) > ms then
+  finish(m)
+  return {0, m.hz or 0, m.born, m.rec or 0, 0}
+end
+m.hl, m.hle = node, ms + lease
+local applied = 0
+if apply and (m.hz or 0) == from and upto > from then
+  local delta = {}
+  for k = 11, #ARGV - 2, 3 do
+    local exp, b, c = tonumber(ARGV[k]), tonumber(ARGV[k + 1]), tonumber(ARGV[k + 2])
+    if exp > now and c > 0 then
+      local d = off(m, b)
+      cell(exp, d, c)
+      delta[d] = (delta[d] or 0) + c
+      m.wn = m.wn + c
+      m.hi = math.max(m.hi, exp)
+    end
+  end
+  counts(m, delta)
+  m.hz = upto
+  applied = 1
+end
+finish(m)
+return {1, m.hz or 0, m.born, m.rec or 0, applied}
