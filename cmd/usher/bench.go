@@ -85,6 +85,7 @@ func (m *Main) parseBenchFlags(args []string) (*selfbench.Config, error) {
 	fs.IntVar(&f.MaxWaiters, "max-waiters", 100000, "standing-room: the most waiters to try (at least 1000)")
 	fs.StringVar(&f.Steps, "steps", "", "standing-room: the numbers of waiters to try, comma-separated and rising (default 1000,10000,100000,250000,500000,1000000 up to --max-waiters)")
 	fs.DurationVar(&f.MaxRefresh, "max-refresh", 2*time.Minute, "standing-room: the room's max_refresh_interval (--refresh to 5m)")
+	fs.IntVar(&f.Shards, "shards", 1, "standing-room: the room's shards (1 to 16): with --redis, its line spread over a front and shards-1 back shards; the result says how evenly the masters shared the load")
 	fs.BoolVar(&f.Reference, "reference", false, "standing-room: a static server in usher's place, giving the same intervals: what the machine and the generator cost alone")
 	fs.StringVar(&f.Case, "case", "high", "autopilot: the room's limits 3x too high or too low for the origin: high, low or both")
 	fs.BoolVar(&f.SidesAtOnce, "sides-at-once", false, "autopilot: run a case's two sides (fixed limits, autopilot) at once, each under the other's load, in half the time")

@@ -139,18 +139,31 @@ func configError(path string, err error) error {
 	return err
 }
 
-// explainLayout says, on Redis, where each room's state lives and from
-// how far back in its line check-ins are answered without a call of their
-// own (docs/scaling.md, "Check-ins far back in the line").
+// explainLayout says, on Redis, which layout each room uses and why (one
+// shard, or a front and back shards: docs/scaling.md, "A room beyond one
+// shard") and from how far back in its line check-ins are answered without
+// a call of their own ("Check-ins far back in the line"). The embedded
+// store has no layout; a room that sets shards there is warned of with
+// the config's warnings.
 func explainLayout(w io.Writer, cfg *config.Config) {
-	if cfg.Store.Redis == nil {
+	rd := cfg.Store.Redis
+	if rd == nil {
 		return
 	}
-	fmt.Fprintln(w, "\nLayout on Redis: each room's state shares one hash slot, so a room lives on one Redis shard (one core);"+
-		" a room spanning shards is not built (docs/scaling.md).")
+	fmt.Fprintln(w, "\nLayout on Redis: each shard of a room is one hash slot, which one Redis core serves (docs/scaling.md, \"A room beyond one shard\").")
 	for i := range cfg.Rooms {
 		rm := &cfg.Rooms[i]
 		s := &rm.Settings
+		if n := s.Shards; n > 1 {
+			fmt.Fprintf(w, "  room %s: a front and %d back shards (shards: %d): waiters behind the serving horizon are counted on the back shards,"+
+				" the front admits and keeps the line up to it.", rm.ID, n-1, n)
+			if !rd.Cluster {
+				fmt.Fprint(w, " All its shards are on one Redis server (store.redis.cluster is off): they spread the room's memory and script work over hash slots, not over cores.")
+			}
+			fmt.Fprintln(w)
+		} else {
+			fmt.Fprintf(w, "  room %s: one shard (the default): its decisions fit one Redis core up to about 16,000 a second, a line of a few million.\n", rm.ID)
+		}
 		if s.QueueingMethod != usher.FIFO && s.QueueingMethod != "" {
 			fmt.Fprintf(w, "  room %s: %s: every check-in is one call (a draw needs the room's counts).\n", rm.ID, s.QueueingMethod)
 			continue

@@ -268,9 +268,10 @@ func Default() *Config {
 // DefaultSettings returns the settings of a room that sets none but its
 // limits (which have no default): session 5m with renewal, refresh every
 // 20s, fifo, status 200, cookie SameSite lax and Secure auto, pages in
-// en-US.
+// en-US, the whole room on one Redis shard.
 func DefaultSettings() usher.Settings {
 	return usher.Settings{
+		Shards:                  1,
 		SessionDuration:         5 * time.Minute,
 		QueueingMethod:          usher.FIFO,
 		QueueingStatusCode:      200,
@@ -289,13 +290,16 @@ func defaultRoom() usher.Room {
 }
 
 // applyDefaults fills in the fields that depend on others: a room's name is
-// its id and its origin the top-level origin unless set, and a rule's empty
-// action is bypass_waiting_room.
+// its id and its origin the top-level origin unless set, shards written 0
+// is 1, and a rule's empty action is bypass_waiting_room.
 func (c *Config) applyDefaults() {
 	for i := range c.Rooms {
 		r := &c.Rooms[i]
 		if r.Name == "" {
 			r.Name = r.ID
+		}
+		if r.Settings.Shards == 0 {
+			r.Settings.Shards = 1
 		}
 		if r.Origin == "" {
 			r.Origin = c.Origin

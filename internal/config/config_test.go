@@ -70,6 +70,7 @@ func TestParseContract(t *testing.T) {
 			CookieAttributes:        usher.CookieAttributes{SameSite: "lax", Secure: "auto"},
 			DefaultTemplateLanguage: "en-US",
 			RefreshInterval:         20 * time.Second,
+			Shards:                  1,
 		},
 	}
 	if len(c.Rooms) != 1 || !reflect.DeepEqual(c.Rooms[0], want) {

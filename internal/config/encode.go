@@ -45,6 +45,9 @@ func EncodeRoom(r *usher.Room) map[string]any {
 	if s.QueueingStatusCode != 0 {
 		m["queueing_status_code"] = s.QueueingStatusCode
 	}
+	if s.Shards > 1 {
+		m["shards"] = s.Shards
+	}
 	if s.MaxRefreshInterval != 0 {
 		m["max_refresh_interval"] = formatDuration(s.MaxRefreshInterval)
 	}

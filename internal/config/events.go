@@ -18,6 +18,9 @@ func checkEvents(r *report, rm *usher.Room, at loc) {
 		eat := eventLoc(at, j, e.Name)
 		valid[j] = checkEvent(r, e, eat)
 		checkOverrides(r, &e.Overrides, eat)
+		if m := e.Overrides.QueueingMethod; m != nil && *m == usher.Random && rm.Settings.Shards > 1 {
+			r.add(0, eat.field("queueing_method"), "random draws from the room's whole line, which the room's shards (%d) spread over Redis shards: a room spread over shards stays fifo (set the room's shards to 1 to draw)", rm.Settings.Shards)
+		}
 		if e.Overrides.Autopilot != nil {
 			s := e.Overrides.Apply(rm.Settings)
 			checkAutopilot(r, &s.Autopilot, &s, eat.field("autopilot"))

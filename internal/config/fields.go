@@ -155,6 +155,7 @@ func (d *decoder) roomFields(r *usher.Room) map[string]field {
 		"client_limit":              d.clientLimit(&s.ClientLimit),
 		"proof_of_work":             d.proofOfWork(&s.ProofOfWork),
 		"autopilot":                 d.autopilot(&s.Autopilot),
+		"shards":                    d.integer(&s.Shards),
 		"ticket_binding": func(n *yaml.Node, at loc) {
 			b := &r.TicketBinding
 			*b = usher.TicketBinding{IPv4Prefix: 24, IPv6Prefix: 48}

@@ -15,7 +15,8 @@ import (
 // sealing key (the first) included, as long as one remains.
 //
 // These need a restart: listen, admin.listen and the admin tokens (the
-// listeners and the admin API are set up at start), the store, watch_config,
+// listeners and the admin API are set up at start), the store, a room's
+// shards (its waiters are spread over them as they arrive), watch_config,
 // removing every key (the ring would silently switch to the store's), and a
 // new secret under an existing key id (tickets sealed with the old secret
 // would no longer open; add a key with a new id instead).
@@ -46,7 +47,26 @@ func (c *Config) Reloadable(next *Config) error {
 		restart("watch_config", "watching starts with usher", fmt.Sprint(c.WatchConfig), fmt.Sprint(next.WatchConfig))
 	}
 	c.reloadableKeys(&r, next)
+	c.reloadableShards(&r, next)
 	return r.err()
+}
+
+// reloadableShards reports each room that stays but changes its shards:
+// its waiters are spread over them as they arrive, and those already
+// waiting cannot be moved.
+func (c *Config) reloadableShards(r *report, next *Config) {
+	for i := range next.Rooms {
+		rm := &next.Rooms[i]
+		j := c.roomIndex(rm.ID)
+		if j < 0 {
+			continue
+		}
+		was, now := max(c.Rooms[j].Settings.Shards, 1), max(rm.Settings.Shards, 1)
+		if was != now {
+			r.add(0, roomLoc(i, rm.ID).field("shards"), "changed from %d to %d, which needs a restart (a room's waiters are spread over its shards as they arrive,"+
+				" and those already waiting cannot be moved: restart usher once nobody waits in the room)", was, now)
+		}
+	}
 }
 
 // reloadableKeys reports key ring changes that need a restart: removing

@@ -68,6 +68,17 @@ func TestReloadable(t *testing.T) {
 			`store.embedded.path: changed from "./data" to "./other", which needs a restart (the store is opened at start)`,
 			"watch_config: changed from false to true, which needs a restart (watching starts with usher)",
 		}},
+		{"room added with shards", func(s string) string {
+			return s + "  - id: big\n    routes: [{path: /big}]\n    cookie_suffix: big\n    total_active_users: 1\n    new_users_per_minute: 1\n    shards: 3\n"
+		}, nil},
+		{"shards written 0, which is 1", func(s string) string {
+			return strings.Replace(s, "total_active_users: 10", "total_active_users: 10\n    shards: 0", 1)
+		}, nil},
+		{"shards changed", func(s string) string {
+			return strings.Replace(s, "total_active_users: 10", "total_active_users: 10\n    shards: 3", 1)
+		}, []string{
+			"rooms[0] (sale): shards: changed from 1 to 3, which needs a restart (a room's waiters are spread over its shards as they arrive, and those already waiting cannot be moved: restart usher once nobody waits in the room)",
+		}},
 		{"admin removed", func(s string) string {
 			return strings.Replace(s, "admin:\n  listen: 127.0.0.1:9090\n  token: t1\n", "", 1)
 		}, []string{

@@ -117,6 +117,10 @@ func (c *Config) Orphans(rt *Runtime) []string {
 	return out
 }
 
+// shardsFixed says why a room's shards cannot change while usher runs.
+const shardsFixed = "a room's shards cannot change at runtime: its waiters are spread over them as they arrive, and those already waiting cannot be moved" +
+	" (change it in the config file and restart usher once nobody waits in the room)"
+
 // roomIndex returns the index of the room with id, or -1.
 func (c *Config) roomIndex(id string) int {
 	return slices.IndexFunc(c.Rooms, func(r usher.Room) bool { return r.ID == id })
@@ -130,7 +134,8 @@ func RoomFields() []string {
 
 // OverridableField reports whether a runtime override may set a room
 // field (as RoomOverrides names it), and if not, why. Every field of a
-// room may change at runtime but its id, which names its counters.
+// room may change at runtime but its id, which names its counters, and
+// its shards, over which its line is spread.
 func OverridableField(name string) (bool, string) {
 	top, sub, dotted := strings.Cut(name, ".")
 	switch {
@@ -138,6 +143,8 @@ func OverridableField(name string) (bool, string) {
 		return true, ""
 	case top == "id" && !dotted:
 		return false, "a room's id cannot change at runtime: its counters and tickets are kept by id (add a room to the config file instead)"
+	case top == "shards" && !dotted:
+		return false, shardsFixed
 	case dotted && top == "cookie_attributes" && (sub == "samesite" || sub == "secure"):
 		return true, ""
 	case dotted:

@@ -127,6 +127,10 @@ func TestWithRuntimeProblems(t *testing.T) {
 			`rooms[0] (sale): unknown field "cookie_attributes.domain"`},
 		{"id", map[string]string{"id": `"sale2"`}, true,
 			`rooms[0] (sale): id: a room's id cannot change at runtime`},
+		{"shards", map[string]string{"shards": `3`}, true,
+			`rooms[0] (sale): shards: a room's shards cannot change at runtime: its waiters are spread over them as they arrive`},
+		{"shards as the file has them", map[string]string{"shards": `1`}, true,
+			`rooms[0] (sale): shards: a room's shards cannot change at runtime`},
 		{"duration without unit", map[string]string{"session_duration": `300`}, true,
 			`rooms[0] (sale): session_duration: must be a duration with a unit, got 300`},
 		{"not JSON", map[string]string{"queue_all": `tru`}, true,
@@ -418,5 +422,39 @@ func change(t *testing.T, v reflect.Value) {
 		v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
 	default:
 		t.Fatalf("change: no rule for %s", v.Type())
+	}
+}
+
+// TestWithRuntimeShardedRoomStaysFIFO: a room the file spreads over
+// shards cannot be made random at runtime, in its settings or in an event
+// (a write token would otherwise turn a sharded line into a draw over the
+// front shard only); a fifo one can still be made reject.
+func TestWithRuntimeShardedRoomStaysFIFO(t *testing.T) {
+	c := MustParse(t, strings.Replace(runtimeBase, "    new_users_per_minute: 300\n", "    new_users_per_minute: 300\n    shards: 3\n", 1))
+	for name, tc := range map[string]struct {
+		fields map[string]string
+		want   string
+	}{
+		"method": {map[string]string{"queueing_method": `"random"`},
+			"rooms[0] (sale): shards: a random room draws from its whole line; spreading it over shards needs fifo"},
+		"event": {map[string]string{"events": `[{"name":"lottery","event_start_time":"2026-12-01T10:00:00Z","event_end_time":"2026-12-01T12:00:00Z","queueing_method":"random"}]`},
+			"rooms[0] (sale): events[0] (lottery): queueing_method: random draws from the room's whole line"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rt := &Runtime{}
+			rt.SetRoom("sale", overrides(tc.fields))
+			if _, err := c.WithRuntime(rt); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	rt := &Runtime{}
+	rt.SetRoom("sale", overrides(map[string]string{"queueing_method": `"reject"`}))
+	eff, err := c.WithRuntime(rt)
+	if err != nil {
+		t.Fatalf("reject over a sharded room: %v", err)
+	}
+	if got := eff.Rooms[0].Shards; got != 3 {
+		t.Errorf("reject over a sharded room: shards %d, want 3", got)
 	}
 }

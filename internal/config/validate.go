@@ -17,6 +17,10 @@ const (
 	maxRefreshInterval = 5 * time.Minute
 )
 
+// MaxShards is the most Redis shards a room's line may span
+// (usher.Settings.Shards).
+const MaxShards = 16
+
 // Validate checks c and returns a *ValidationError holding every problem
 // found, or nil. It does no I/O: a secret_file or token_file counts as set,
 // and its content is checked only if Load read it; a custom_page_html only
@@ -232,6 +236,7 @@ func checkSettings(r *report, s *usher.Settings, at loc, wrote func(path string)
 	check(r, at.field("refresh_interval"), checkRefreshInterval(s.RefreshInterval))
 	check(r, at.field("max_refresh_interval"), checkMaxRefreshInterval(s.MaxRefreshInterval, s.RefreshInterval))
 	check(r, at.field("queueing_method"), checkQueueingMethod(s.QueueingMethod))
+	check(r, at.field("shards"), checkShards(s))
 	check(r, at.field("queueing_status_code"), checkStatusCode(s.QueueingStatusCode))
 	if s.CookieSuffix != "" && !cookieSuffixPattern.MatchString(s.CookieSuffix) {
 		r.add(0, at.field("cookie_suffix"), "must be 1 to 32 of A-Z, a-z, 0-9 and '_', got %q", s.CookieSuffix)
@@ -367,6 +372,18 @@ func checkQueueingMethod(m usher.QueueingMethod) string {
 		return ""
 	}
 	return fmt.Sprintf("must be fifo, random, passthrough or reject, got %q", m)
+}
+
+// checkShards checks shards: 1 to MaxShards (0 is 1), and a room spread
+// over several only if it keeps its line in order.
+func checkShards(s *usher.Settings) string {
+	switch {
+	case s.Shards < 0 || s.Shards > MaxShards:
+		return fmt.Sprintf("must be from 1 to %d, got %d", MaxShards, s.Shards)
+	case s.Shards > 1 && s.QueueingMethod == usher.Random:
+		return fmt.Sprintf("a random room draws from its whole line; spreading it over shards needs fifo, got %d shards with queueing_method random (set shards to 1)", s.Shards)
+	}
+	return ""
 }
 
 func checkStatusCode(code int) string {

@@ -33,6 +33,9 @@ func (c *Config) Warnings() []string {
 		case !limited:
 			out = append(out, fmt.Sprintf("room %q has no client_limit: one client can take as many places in line as it sends requests without a cookie. Consider client_limit: {new_visitors_per_minute: 20} (with trusted_proxies set behind a load balancer).", rm.ID))
 		}
+		if rm.Shards > 1 && c.Store.Redis == nil {
+			out = append(out, fmt.Sprintf("room %q sets shards: %d, but the embedded store is one process and ignores it: shards spreads a room's line over Redis hash slots (store.redis). Leave it out, or move the room to Redis.", rm.ID, rm.Shards))
+		}
 		for j := range rm.Events {
 			e := &rm.Events[j]
 			if e.PrequeueStart.IsZero() {

@@ -69,6 +69,9 @@ type Config struct {
 	// default steps up to MaxWaiters.
 	Steps     string
 	Reference bool
+	// Shards is the room's shards (rooms[].shards; 0 is 1): with Redis,
+	// its line spread over a front and Shards-1 back shards.
+	Shards int
 
 	// autopilot
 	Case        string
@@ -96,7 +99,7 @@ func scenarioFlags(scenario string) ([]string, bool) {
 		"flash-crowd": {"target", "plot", "seed", "arrivals", "browse", "every", "abandon", "patience",
 			"total", "per-minute", "session", "refresh", "redis", "redis-cluster", "nodes", "clock-slack"},
 		"throughput":    {"rounds", "duration", "workers", "redis", "redis-cluster", "compare-embedded", "targets", "external"},
-		"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference", "redis", "redis-cluster", "nodes"},
+		"standing-room": {"refresh", "bound", "max-waiters", "max-refresh", "steps", "reference", "redis", "redis-cluster", "nodes", "shards"},
 		"autopilot": {"plot", "seed", "arrivals", "browse", "every", "abandon", "patience", "refresh",
 			"case", "origin", "horizon", "sides-at-once"},
 	}[scenario]
@@ -313,6 +316,12 @@ func (c *Config) checkStanding(set map[string]bool, problem func(flag, format st
 		problem("nodes", "several nodes share a store: give --redis ADDR")
 	case c.Reference && c.Redis != "":
 		problem("reference", "a static server has no store: not with --redis")
+	}
+	switch {
+	case c.Shards < 0 || c.Shards > config.MaxShards: // 0 is 1, as in the config
+		problem("shards", "%d: a room's shards are from 1 to %d", c.Shards, config.MaxShards)
+	case c.Shards > 1 && c.Redis == "":
+		problem("shards", "the embedded store is one process and ignores a room's shards: give --redis ADDR")
 	}
 	if c.MaxRefresh < c.Refresh || c.MaxRefresh > maxRefresh {
 		problem("max-refresh", "%v: a room's max_refresh_interval is from its refresh_interval (%v) to %v", c.MaxRefresh, c.Refresh, maxRefresh)

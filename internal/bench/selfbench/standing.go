@@ -36,7 +36,10 @@ type StandingResult struct {
 	// Nodes is how many usher processes shared the store, the crowd's
 	// connections spread over them (connection i to node i mod Nodes), as
 	// a load balancer without stickiness spreads them.
-	Nodes       int     `json:"nodes,omitempty"`
+	Nodes int `json:"nodes,omitempty"`
+	// Shards is the room's shards (--shards): its line spread over a
+	// front and Shards-1 back Redis shards (empty with Reference).
+	Shards      int     `json:"shards,omitempty"`
 	RefreshS    float64 `json:"refresh_interval_s"`
 	MaxRefreshS float64 `json:"max_refresh_interval_s"`
 	BoundMs     float64 `json:"bound_p99_ms"`
@@ -118,6 +121,8 @@ type StandingStep struct {
 	RedisCommandsPerCheckIn float64 `json:"redis_commands_per_checkin,omitempty"`
 	// RedisShards is each master's load during the step.
 	RedisShards []ShardLoad `json:"redis_shards,omitempty"`
+	// RedisSpread says how evenly the masters shared the step's load.
+	RedisSpread *ShardSpread `json:"redis_spread,omitempty"`
 }
 
 // The room's front moves: standingRate visitors a minute go in and stay a
@@ -135,6 +140,7 @@ const (
     refresh_interval: %s
     max_refresh_interval: %s
     json_response_enabled: true
+    shards: %d
 `
 )
 
@@ -162,7 +168,7 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 	go osrv.Serve(oln)
 	defer osrv.Close()
 	rooms := filepath.Join(dir, "rooms.yaml")
-	body := fmt.Sprintf(standingRoom, standingRate, standingRate, f.Refresh, f.MaxRefresh)
+	body := fmt.Sprintf(standingRoom, standingRate, standingRate, f.Refresh, f.MaxRefresh, max(f.Shards, 1))
 	if err := os.WriteFile(rooms, []byte(body), 0o600); err != nil {
 		return nil, err
 	}
@@ -223,6 +229,9 @@ func Standing(ctx context.Context, f *Config, p *Product) (*StandingResult, erro
 	}
 	res := &StandingResult{Scenario: "standing-room", Reference: f.Reference, RefreshS: f.Refresh.Seconds(), MaxRefreshS: f.MaxRefresh.Seconds(),
 		BoundMs: float64(f.Bound) / float64(time.Millisecond), Nodes: len(targets)}
+	if !f.Reference {
+		res.Shards = max(f.Shards, 1)
+	}
 	switch {
 	case f.Reference:
 	case f.RedisCluster:
@@ -314,6 +323,7 @@ func measureStanding(ctx context.Context, f *Config, c *crowd, targets []*childT
 		}
 		var calls, commands int64
 		step.RedisShards, calls, commands = meter.shardLoads(shards0, shards1, time.Since(start))
+		step.RedisSpread = spreadOf(step.RedisShards)
 		if sent > 0 {
 			step.RedisCallsPerCheckIn, step.RedisCommandsPerCheckIn = float64(calls)/sent, float64(commands)/sent
 		}

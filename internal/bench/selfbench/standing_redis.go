@@ -36,6 +36,38 @@ type ShardLoad struct {
 	UsedMemoryMB float64 `json:"used_memory_mb"`
 }
 
+// ShardSpread is how evenly the Redis masters shared a step's load: the
+// busiest master's share of all the masters' calls, and the busiest's
+// share of their CPU (EvenShare, 1/Masters, when it is perfectly even; 1
+// when one master did it all).
+type ShardSpread struct {
+	Masters           int     `json:"masters"`
+	BusiestCallsShare float64 `json:"busiest_calls_share"`
+	BusiestCPUShare   float64 `json:"busiest_cpu_share"`
+	EvenShare         float64 `json:"even_share"`
+}
+
+// spreadOf returns how evenly loads shares its calls and CPU; nil with no
+// master. A share is 0 when the masters had none of it.
+func spreadOf(loads []ShardLoad) *ShardSpread {
+	if len(loads) == 0 {
+		return nil
+	}
+	var calls, cpu, mostCalls, mostCPU float64
+	for _, l := range loads {
+		calls, cpu = calls+l.CallsPerS, cpu+l.CPUPerS
+		mostCalls, mostCPU = max(mostCalls, l.CallsPerS), max(mostCPU, l.CPUPerS)
+	}
+	s := &ShardSpread{Masters: len(loads), EvenShare: 1 / float64(len(loads))}
+	if calls > 0 {
+		s.BusiestCallsShare = mostCalls / calls
+	}
+	if cpu > 0 {
+		s.BusiestCPUShare = mostCPU / cpu
+	}
+	return s
+}
+
 // startStandingNodes starts f.Nodes usher processes on the Redis store at
 // f.Redis for the room in rooms (with the origin at originURL), under one
 // key prefix of this run's own and sealing tickets with one key, so that

@@ -84,3 +84,52 @@ func TestStandingSummaryRedis(t *testing.T) {
 		t.Errorf("warnings %q", ws)
 	}
 }
+
+// TestSpreadOf: the busiest master's share of the calls and of the CPU,
+// each against the even share: 1/3 over three masters evenly loaded, 1
+// when one does it all, 0 for what none did.
+func TestSpreadOf(t *testing.T) {
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if s := spreadOf(nil); s != nil {
+		t.Errorf("no master: %+v, want nil", s)
+	}
+	even := spreadOf([]ShardLoad{{CallsPerS: 30, CPUPerS: 0.1}, {CallsPerS: 30, CPUPerS: 0.1}, {CallsPerS: 30, CPUPerS: 0.1}})
+	if even.Masters != 3 || !near(even.BusiestCallsShare, 1.0/3) || !near(even.BusiestCPUShare, 1.0/3) || !near(even.EvenShare, 1.0/3) {
+		t.Errorf("three even masters: %+v, want every share 1/3", even)
+	}
+	one := spreadOf([]ShardLoad{{CallsPerS: 0, CPUPerS: 0.01}, {CallsPerS: 90, CPUPerS: 0.29}, {CallsPerS: 10, CPUPerS: 0}})
+	if !near(one.BusiestCallsShare, 0.9) || !near(one.BusiestCPUShare, 0.29/0.30) || !near(one.EvenShare, 1.0/3) {
+		t.Errorf("one busy master: %+v, want calls 0.9, CPU 0.967", one)
+	}
+	idle := spreadOf([]ShardLoad{{}, {}})
+	if idle.BusiestCallsShare != 0 || idle.BusiestCPUShare != 0 || idle.EvenShare != 0.5 {
+		t.Errorf("idle masters: %+v, want no shares, even 0.5", idle)
+	}
+}
+
+// TestStandingSummarySpread: on a cluster, the summary says the room's
+// shards and, step by step, the busiest master's shares; on one server
+// it says no spread.
+func TestStandingSummarySpread(t *testing.T) {
+	step := StandingStep{Waiters: 20000, CheckInsPerS: 700, RedisCallsPerCheckIn: 0.05,
+		RedisShards: []ShardLoad{{Addr: "a:1", CallsPerS: 20, CPUPerS: 0.1}, {Addr: "b:2", CallsPerS: 10, CPUPerS: 0.05}, {Addr: "c:3", CallsPerS: 5, CPUPerS: 0.05}}}
+	step.RedisSpread = spreadOf(step.RedisShards)
+	r := &StandingResult{Store: "redis-cluster", Nodes: 3, Shards: 3, Steps: []StandingStep{step}}
+	var b strings.Builder
+	writeStandingRedis(&b, r)
+	for _, want := range []string{
+		"On a Redis Cluster of 3 masters, 3 usher nodes sharing it, the room on a front and 2 back shards (shards: 3):",
+		"Spread: the busiest master took 57% of the calls and 50% of the CPU (33% each is even).",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	step.RedisShards = step.RedisShards[:1]
+	step.RedisSpread = spreadOf(step.RedisShards)
+	writeStandingRedis(&b, &StandingResult{Store: "redis", Nodes: 1, Shards: 1, Steps: []StandingStep{step}})
+	if got := b.String(); strings.Contains(got, "Spread") || strings.Contains(got, "shards:") {
+		t.Errorf("one server, one shard: summary speaks of a spread or shards:\n%s", got)
+	}
+}

@@ -179,7 +179,11 @@ func writeStandingRedis(w io.Writer, r *StandingResult) {
 			store = fmt.Sprintf("a Redis Cluster of %d masters", len(r.Steps[n-1].RedisShards))
 		}
 	}
-	fmt.Fprintf(w, "On %s, %d usher nodes sharing it:\n", store, r.Nodes)
+	room := ""
+	if r.Shards > 1 {
+		room = fmt.Sprintf(", the room on a front and %d back shards (shards: %d)", r.Shards-1, r.Shards)
+	}
+	fmt.Fprintf(w, "On %s, %d usher nodes sharing it%s:\n", store, r.Nodes, room)
 	for _, s := range r.Steps {
 		var shards, rss []string
 		for _, sh := range s.RedisShards {
@@ -189,9 +193,20 @@ func writeStandingRedis(w io.Writer, r *StandingResult) {
 		for _, m := range s.RSSPerNodeMB {
 			rss = append(rss, fmt.Sprintf("%.0f", m))
 		}
-		fmt.Fprintf(w, "  %s waiters: %.3f Redis calls a check-in (%.1f commands, scripts' included; %s check-ins a second, p99 %s); usher %s a check-in over the nodes, %s MB each; masters: %s.\n",
-			bench.Count(s.Waiters), s.RedisCallsPerCheckIn, s.RedisCommandsPerCheckIn, rps(s.CheckInsPerS), ms(s.P99ms), us(s.UsherCPUus), strings.Join(rss, "/"), strings.Join(shards, "; "))
+		fmt.Fprintf(w, "  %s waiters: %.3f Redis calls a check-in (%.1f commands, scripts' included; %s check-ins a second, p99 %s); usher %s a check-in over the nodes, %s MB each; masters: %s.%s\n",
+			bench.Count(s.Waiters), s.RedisCallsPerCheckIn, s.RedisCommandsPerCheckIn, rps(s.CheckInsPerS), ms(s.P99ms), us(s.UsherCPUus), strings.Join(rss, "/"), strings.Join(shards, "; "),
+			spreadText(s.RedisSpread))
 	}
+}
+
+// spreadText says how evenly the masters shared a step's load, after a
+// space: "" with one master.
+func spreadText(s *ShardSpread) string {
+	if s == nil || s.Masters < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" Spread: the busiest master took %.0f%% of the calls and %.0f%% of the CPU (%.0f%% each is even).",
+		100*s.BusiestCallsShare, 100*s.BusiestCPUShare, 100*s.EvenShare)
 }
 
 // us writes microseconds: "42.1us".
