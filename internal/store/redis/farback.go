@@ -118,6 +118,7 @@ func (r *farRoom) queued() (n int) {
 // move is one far-back check-in, to be applied.
 type move struct {
 	visitor string // the record's key
+	index   string // on a back shard, its bucket's index of records
 	op      usher.AdmitOp
 }
 
@@ -267,15 +268,16 @@ func (s *Store) farAdmit(ctx context.Context, room string, op *usher.AdmitOp) (u
 		return usher.AdmitResult{}, false
 	}
 	// Behind the serving horizon, the bucket's back shard counts it.
-	shard := 0
+	shard, index := 0, ""
 	if r.shards > 1 && len(r.backs) == r.shards-1 && v.hz > 0 && op.Bucket > v.hz {
 		shard = backOf(op.Bucket, r.shards)
-		vp = r.backs[shard-1].visitors
+		b := &r.backs[shard-1]
+		vp, index = b.visitors, b.index(op.Bucket)
 	}
 	for len(r.pending) <= shard {
 		r.pending = append(r.pending, nil)
 	}
-	r.pending[shard] = append(r.pending[shard], move{visitor: visitorKey(vp, op.Visitor), op: *op})
+	r.pending[shard] = append(r.pending[shard], move{visitor: visitorKey(vp, op.Visitor), index: index, op: *op})
 	full := len(r.pending[shard]) >= f.opts.MaxBatch
 	f.mu.Unlock()
 	if full && !f.opts.Manual {
@@ -527,11 +529,14 @@ func (s *Store) applyMoves(ctx context.Context, room string, shard int, moves []
 		f.mu.Unlock()
 		rk, known = b.keys, 0
 	}
-	keys := append(make([]string, 0, 5+len(moves)), rk[:5]...)
+	keys := append(make([]string, 0, 5+2*len(moves)), rk[:5]...)
 	args := writeArgs(make([]string, 0, 5+8*len(moves)), now, known, &s.opts)
 	for _, m := range moves {
 		op := &m.op
 		keys = append(keys, m.visitor)
+		if shard > 0 {
+			keys = append(keys, m.index)
+		}
 		args = append(args, itoa(op.Bucket), itoa(op.From.Exp), itoa(atMilli(op.From.At)), itoa(op.WaitExp),
 			itoa(atMilli(op.Counted)), itoa(op.Keep), itoa(atMilli(op.TakeOver)), itoa(op.TakeOverCell))
 	}
@@ -560,7 +565,7 @@ func (s *Store) applyMoves(ctx context.Context, room string, shard int, moves []
 		front := make([]move, 0, len(refused))
 		for _, i := range refused {
 			m := moves[i]
-			m.visitor = visitorKey(vp, m.op.Visitor)
+			m.visitor, m.index = visitorKey(vp, m.op.Visitor), ""
 			front = append(front, m)
 		}
 		s.applyMoves(ctx, room, 0, front)

@@ -157,3 +157,91 @@ func TestHorizonAdmitsNobodyBehind(t *testing.T) {
 		t.Fatalf("at its check-in after the horizon moved on: %v, want admitted", d.Outcome)
 	}
 }
+
+// TestCrossingHandsRecordsOver: a waiter far back in a room spread over
+// shards checks in on its back shard, which keeps its record; when its
+// bucket crosses the horizon the back shard hands the record over with
+// the count, so an old ticket of the waiter presented at the front is a
+// replay there as it would have been on the back shard: the line still
+// counts the waiter once. (Without the hand-over the front, knowing no
+// record, believes the old ticket and counts the waiter a second time.)
+func TestCrossingHandsRecordsOver(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	st := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t), FarBack: redis.FarBack{Manual: true}})
+	eng := admission.New(st, admission.Options{Now: func() time.Time { return now }})
+	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
+		TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: time.Hour,
+		RefreshInterval: 5 * time.Minute, MaxRefreshInterval: 5 * time.Minute, QueueingMethod: usher.FIFO, Shards: 3,
+	}}
+	decide := func(tk *usher.Ticket) usher.Decision {
+		t.Helper()
+		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: tk, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	waiting := func() int64 {
+		t.Helper()
+		n, err := st.Waiting(ctx, room.ID, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if d := decide(nil); d.Outcome != usher.Admit {
+		t.Fatalf("the first visitor: %v, want admitted", d.Outcome)
+	}
+	st.StepHorizon(ctx, room.ID, now)
+	// A line of 40 behind the horizon; the last, alone in a later second,
+	// is far back.
+	now = now.Add(5 * time.Second)
+	var x usher.Ticket
+	var lapse int64 // when the last of the others' counts lapses
+	for i := range 40 {
+		now = now.Add(100 * time.Millisecond)
+		if i == 39 {
+			now = now.Add(time.Second)
+		}
+		d := decide(nil)
+		if d.Outcome != usher.Wait {
+			t.Fatalf("a newcomer: %v", d.Outcome)
+		}
+		if i < 39 {
+			lapse = max(lapse, d.Ticket.Cell)
+		}
+		x = d.Ticket
+		st.FlushMoves(ctx)
+	}
+	old := x
+	now = x.NextCheckIn
+	backMoved := st.FarBackStats().BackMoved
+	d := decide(&x)
+	st.FlushMoves(ctx)
+	if d.Outcome != usher.Wait || st.FarBackStats().BackMoved != backMoved+1 {
+		t.Fatalf("its check-in: %v, %d moves on back shards; want to wait, moved on its back shard", d.Outcome, st.FarBackStats().BackMoved-backMoved)
+	}
+	// The others never check in: once their counts lapse, the horizon
+	// takes the waiter's bucket in, with its record.
+	now = time.Unix(max(lapse, old.Cell)+2, 0)
+	if now.Unix() >= d.Ticket.Cell {
+		t.Fatalf("the others' counts lapse at %v, the waiter's at %v", lapse, d.Ticket.Cell)
+	}
+	if !st.StepHorizon(ctx, room.ID, now) {
+		t.Fatal("the horizon did not move")
+	}
+	if n := waiting(); n != 1 {
+		t.Fatalf("%d waiting once the others lapsed, want 1", n)
+	}
+	// Its old ticket at the front: a replay, nothing counted.
+	now = now.Add(time.Second)
+	if d := decide(&old); d.Outcome != usher.Wait {
+		t.Fatalf("its old ticket: %v, want to wait", d.Outcome)
+	}
+	if n := waiting(); n != 1 {
+		t.Fatalf("%d waiting after its old ticket was presented at the front, want 1 (the back shard's record handed over)", n)
+	}
+}

@@ -49,12 +49,20 @@ import (
 type shardKeys struct {
 	keys     []string
 	visitors string
+	tag      string // "{<tag>}:"
 }
 
+// index returns the key of the index of records of bucket b on a back
+// shard (moves.lua): the records the shard hands over with the bucket.
+func (k *shardKeys) index(b int64) string { return k.tag + "i:" + itoa(b) }
+
 // lookahead is how far (seconds) past now the horizon is set when the
-// front holds every waiter: later than any arrival a node can bucket
-// before the next step reaches every node's view.
-const lookahead = 10
+// front holds every waiter: later than the arrivals until the next step
+// (a second on), and no more, so that a surge lands on the back shards
+// from two seconds after the front's line is long enough. A holder lost
+// stops it: arrivals two seconds later wait for the next holder (three
+// ViewEvery), while the line is short.
+const lookahead = 2
 
 // slots is the number of hash slots of Redis Cluster.
 const slots = 16384
@@ -79,7 +87,7 @@ func backKeys(prefix, room string, n int) []shardKeys {
 			}
 		}
 		t := "{" + tag + "}:"
-		out = append(out, shardKeys{keys: []string{t + "m", t + "l", t + "w", t + "a", t + "r"}, visitors: t + "v:"})
+		out = append(out, shardKeys{keys: []string{t + "m", t + "l", t + "w", t + "a", t + "r"}, visitors: t + "v:", tag: t})
 	}
 	return out
 }
@@ -258,25 +266,38 @@ func (s *Store) StepHorizon(ctx context.Context, room string, now time.Time) boo
 		upto = max(upto, now.Unix()+lookahead)
 	}
 	from := v.hz
-	var cells []string
+	var cells, recs, ids []string
 	if upto > from {
-		for _, b := range backs {
+		for i, b := range backs {
+			keys := append(make([]string, 0, 8), b.keys...)
+			for _, c := range v.back {
+				if c.bucket <= upto && backOf(c.bucket, len(backs)+1) == i+1 {
+					keys = append(keys, b.index(c.bucket))
+				}
+			}
 			args := append(writeArgs(make([]string, 0, 7), now, 0, &s.opts), itoa(from), itoa(upto))
 			f.crossings.Add(1)
-			got, err := parseCross(s.run(ctx, s.scripts.cross, b.keys, args))
+			got, err := parseCross(s.run(ctx, s.scripts.cross, keys, args))
 			if err != nil {
 				s.opts.Logger.Warn("redis: a back shard did not hand its buckets over; the horizon waits", "room", room, "err", err)
 				return false
 			}
-			cells = append(cells, got...)
+			cells = append(cells, got.counts...)
+			ids = append(ids, got.ids...)
+			recs = append(recs, got.records...)
 		}
 	}
-	rk, _, known := s.room(room, now)
-	args := append(writeArgs(make([]string, 0, 11+len(cells)), now, known, &s.opts),
-		itoa(s.node), itoa((3 * f.opts.ViewEvery).Milliseconds()), itoa(from), itoa(upto), flag(upto > from))
-	args = append(args, cells...)
+	rk, vp, known := s.room(room, now)
+	keys := append(make([]string, 0, 5+len(ids)), rk[:5]...)
+	for _, id := range ids {
+		keys = append(keys, vp+id)
+	}
+	args := append(writeArgs(make([]string, 0, 12+len(cells)+len(recs)), now, known, &s.opts),
+		itoa(s.node), itoa((3 * f.opts.ViewEvery).Milliseconds()), itoa(from), itoa(upto), flag(upto > from),
+		itoa(int64(len(cells)/3)))
+	args = append(append(args, cells...), recs...)
 	var out [5]int64
-	if err := ints("horizon", s.run(ctx, s.scripts.horizon, rk[:5], args), out[:]); err != nil {
+	if err := ints("horizon", s.run(ctx, s.scripts.horizon, keys, args), out[:]); err != nil {
 		s.opts.Logger.Warn("redis: the serving horizon did not move", "room", room, "err", err)
 		return false
 	}
@@ -291,25 +312,43 @@ func (s *Store) StepHorizon(ctx context.Context, room string, now time.Time) boo
 // maxCross bounds the back buckets one step takes in.
 const maxCross = 64
 
-// parseCross reads cross.lua's answer as horizon.lua's arguments: per
-// count, its cell's expiry, its bucket and the count.
-func parseCross(res valkey.ValkeyResult) ([]string, error) {
+// handOver is what a back shard hands over (cross.lua), as horizon.lua's
+// arguments: per count, its cell's expiry, its bucket and the count; per
+// record, the visitor's id (8 bytes) and the packed record.
+type handOver struct {
+	counts, ids, records []string
+}
+
+// parseCross reads cross.lua's answer.
+func parseCross(res valkey.ValkeyResult) (h handOver, err error) {
 	if err := res.Error(); err != nil {
-		return nil, fail("cross", err)
+		return h, fail("cross", err)
 	}
 	arr, err := res.ToArray()
-	if err != nil || len(arr) < 2 || (len(arr)-2)%3 != 0 {
-		return nil, malformed("cross", "%d values (%v)", len(arr), err)
+	if err != nil || len(arr) < 3 {
+		return h, malformed("cross", "%d values (%v)", len(arr), err)
 	}
-	out := make([]string, 0, len(arr)-2)
-	for i := 2; i < len(arr); i++ {
+	n, err := arr[2].ToInt64()
+	if err != nil || n < 0 || 3+3*n > int64(len(arr)) || (int64(len(arr))-3-3*n)%2 != 0 {
+		return h, malformed("cross", "%d counts in %d values (%v)", n, len(arr), err)
+	}
+	for i := 3; i < 3+3*int(n); i++ {
 		x, err := arr[i].ToInt64()
 		if err != nil {
-			return nil, malformed("cross", "value %d: %v", i, err)
+			return h, malformed("cross", "value %d: %v", i, err)
 		}
-		out = append(out, itoa(x))
+		h.counts = append(h.counts, itoa(x))
 	}
-	return out, nil
+	for i := 3 + 3*int(n); i < len(arr); i += 2 {
+		id, err1 := arr[i].ToString()
+		rec, err2 := arr[i+1].ToString()
+		if err1 != nil || err2 != nil || len(id) != 8 {
+			return h, malformed("cross", "record %d: %d bytes (%v, %v)", i, len(id), err1, err2)
+		}
+		h.ids = append(h.ids, id)
+		h.records = append(h.records, rec)
+	}
+	return h, nil
 }
 
 // horizonLoop steps the horizon of every room spread over shards this

@@ -7,16 +7,22 @@
 -- repeated after a failure returns the same counts: the front takes them
 -- in once, by its horizon.
 --
+-- KEYS 6-: the indexes of records (see moves.lua) of the buckets crossing
+-- that the node's view shows here: their records are handed over too, so
+-- that the front knows each waiter's last ticket and cell (a copy or an
+-- old ticket of theirs is a replay there as here).
+--
 -- ARGV 6: from (the front's horizon: buckets after it), 7: upto.
 --
--- Returns {born, rec, then per count: cell expiry, bucket, count}.
+-- Returns {born, rec, counts (n), then per count: cell expiry, bucket,
+-- count; then per record: visitor id, packed record}.
 local from, upto = tonumber(ARGV[6]), tonumber(ARGV[7])
 local m = open()
 local now = math.max(NOW, m.x)
 latest(m, now)
 expire(m, now)
 m.hx = math.max(m.hx or 0, upto)
-local out = {m.born, m.rec or 0}
+local out = {m.born, m.rec or 0, 0}
 if m.base and m.wn > 0 and upto > from then
   local lo = math.max(-LIMIT, math.min(LIMIT, from + 1 - m.base))
   local hi = math.max(-LIMIT, math.min(LIMIT, upto - m.base))
@@ -42,6 +48,17 @@ if m.base and m.wn > 0 and upto > from then
           out[#out + 1] = c
         end
       end)
+    end
+  end
+end
+out[3] = (#out - 3) / 3
+for k = 6, #KEYS do
+  local raw = redis.call('HGETALL', KEYS[k])
+  for j = 1, #raw, 2 do
+    local rc = unpack_record(raw[j + 1], now)
+    if rc and rc.cell > now then
+      out[#out + 1] = raw[j]
+      out[#out + 1] = raw[j + 1]
     end
   end
 end

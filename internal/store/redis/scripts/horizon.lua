@@ -6,9 +6,13 @@
 -- a repeated call (an answer lost) changes nothing. The admission script
 -- admits nobody behind the horizon.
 --
+-- KEYS 6-: the front's record keys of the visitors whose records the
+-- back shards handed over.
+--
 -- ARGV 6: the node's id, 7: the lease (ms), 8: from, 9: upto, 10: apply
--- (0: only take or keep the lease), then per count: cell expiry, bucket,
--- count.
+-- (0: only take or keep the lease), 11: the counts handed over (n), then
+-- per count: cell expiry, bucket, count; then per record key, the packed
+-- record handed over, kept unless the front's own is as new.
 --
 -- Returns {held, horizon, born, rec, applied}.
 local node, lease = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -25,7 +29,8 @@ m.hl, m.hle = node, ms + lease
 local applied = 0
 if apply and (m.hz or 0) == from and upto > from then
   local delta = {}
-  for k = 11, #ARGV - 2, 3 do
+  local nc = tonumber(ARGV[11])
+  for k = 12, 11 + 3 * nc - 2, 3 do
     local exp, b, c = tonumber(ARGV[k]), tonumber(ARGV[k + 1]), tonumber(ARGV[k + 2])
     if exp > now and c > 0 then
       local d = off(m, b)
@@ -36,6 +41,13 @@ if apply and (m.hz or 0) == from and upto > from then
     end
   end
   counts(m, delta)
+  for k = 6, #KEYS do
+    local rc = unpack_record(ARGV[11 + 3 * nc + k - 5], now)
+    local old = record(KEYS[k], now)
+    if rc and (not old or old.at < rc.at) then
+      remember(KEYS[k], rc, rc.keep, old, now)
+    end
+  end
   m.hz = upto
   applied = 1
 end

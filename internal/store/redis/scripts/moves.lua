@@ -6,7 +6,10 @@
 -- ticket of an admitted visitor, changes nothing. A new visitor's (from at
 -- 0, no record) is counted and not remembered, as admit.lua does.
 --
--- KEYS 6-: the visitors' record keys, one a move.
+-- KEYS 6-: the visitors' record keys, one a move; on a back shard of a
+-- room spread over shards, each followed by its bucket's index of records
+-- (a hash: visitor id -> a copy of the record), which the back shard
+-- hands over with the bucket's counts (cross.lua).
 -- ARGV 6-: per move, 8 values: bucket, from exp (0: none), from at (ms),
 -- waiting exp, counted (ms), keep (unix s), take over (ms; 0: never),
 -- take over cell (0: any).
@@ -45,9 +48,17 @@ local function add(exp, o, d)
     a[2] = a[2] + d
   end
 end
-local n = #KEYS - 5
+local n = (#ARGV - 5) / 8
+local per = 1
+if n > 0 then
+  per = (#KEYS - 5) / n
+end
 for i = 0, n - 1 do
-  local V = KEYS[6 + i]
+  local V = KEYS[6 + i * per]
+  local I = nil
+  if per == 2 then
+    I = KEYS[7 + i * per]
+  end
   local a = 6 + i * 8
   local bucket, fromExp, fromAt = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local waitExp, counted, keep = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
@@ -80,6 +91,16 @@ for i = 0, n - 1 do
     end
     if fromAt > 0 or rc then
       remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
+      if I then
+        local rs = redis.call('GET', V)
+        if rs then
+          redis.call('HSET', I, string.sub(V, -8), rs)
+          local ttl = redis.call('PTTL', V)
+          if redis.call('PTTL', I) < ttl then
+            redis.call('PEXPIRE', I, ttl)
+          end
+        end
+      end
     end
     applied = applied + 1
   end

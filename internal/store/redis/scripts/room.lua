@@ -334,9 +334,9 @@ end
 
 -- record returns the visitor's record (the ticket counted last), or nil
 -- when there is none or its keep has come by now (the room's clock: the
--- key's own TTL runs on the server's clock and only frees the memory).
-local function record(v, now)
-  local s = redis.call('GET', v)
+-- key's own TTL runs on the server's clock and only frees the memory);
+-- unpack_record reads one from its packed string (nil: none).
+local function unpack_record(s, now)
   if not s then
     return nil
   end
@@ -354,6 +354,10 @@ local function record(v, now)
     return nil
   end
   return {at = at, cell = c, admitted = adm == 1, keep = keep, from = from}
+end
+
+local function record(v, now)
+  return unpack_record(redis.call('GET', v), now)
 end
 
 -- remember sets the visitor's record, kept until the unix second keep (on
