@@ -93,8 +93,9 @@ type Settings struct {
 	// front, which admits and holds the line up to its serving horizon,
 	// and Shards-1 back shards holding the waiters behind it (zero or one:
 	// the whole room in one slot, the default). FIFO rooms only; the
-	// embedded store is one process and ignores it. See docs/scaling.md,
-	// "A room beyond one shard".
+	// embedded store is one process and ignores it. It does not change at
+	// runtime: a restart, once nobody waits. See docs/scaling.md, "A room
+	// beyond one shard".
 	Shards int
 }
 

@@ -97,5 +97,17 @@ func registerFarBackMetrics(m *admin.Metrics, store any) {
 		counter("usher_far_back_view_reads_total",
 			"Reads of a room's view (counters and live waiters per bucket), one a second per room while far-back check-ins use it.",
 			func(s redis.FarBackStats) int64 { return s.Views }),
+		counter("usher_far_back_back_moves_total",
+			"Far-back moves applied on the back shards of rooms spread over shards (of usher_far_back_moves_total).",
+			func(s redis.FarBackStats) int64 { return s.BackMoved }),
+		counter("usher_far_back_refused_total",
+			"Far-back moves a back shard refused because the front had taken their bucket in meanwhile: applied on the front.",
+			func(s redis.FarBackStats) int64 { return s.Refused }),
+		counter("usher_horizon_moves_total",
+			"Steps of this node, as the horizon lease's holder, that moved a room's serving horizon on.",
+			func(s redis.FarBackStats) int64 { return s.Horizons }),
+		counter("usher_horizon_crossings_total",
+			"Calls on back shards handing buckets over to their front.",
+			func(s redis.FarBackStats) int64 { return s.Crossings }),
 	)
 }
