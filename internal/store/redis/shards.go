@@ -255,7 +255,7 @@ func (s *Store) StepHorizon(ctx context.Context, room string, now time.Time) boo
 	}
 	upto, acc, all := v.hz, v.front, true
 	for k, c := range v.back {
-		if acc >= want || k >= maxCross {
+		if acc >= want || k >= maxCross || acc-v.front >= maxCrossWaiters {
 			all = false
 			break
 		}
@@ -309,8 +309,14 @@ func (s *Store) StepHorizon(ctx context.Context, room string, now time.Time) boo
 	return false
 }
 
-// maxCross bounds the back buckets one step takes in.
-const maxCross = 64
+// maxCross and maxCrossWaiters bound what one step takes in: its back
+// buckets, and its waiters (past the bucket that reaches it), so that a
+// step after a stall (the front drained) does not hold the front for long
+// (a waiter's record is a SET there); the next steps take the rest.
+const (
+	maxCross        = 64
+	maxCrossWaiters = 16384
+)
 
 // handOver is what a back shard hands over (cross.lua), as horizon.lua's
 // arguments: per count, its cell's expiry, its bucket and the count; per

@@ -27,6 +27,7 @@ expire(m, now)
 local delta = {}
 local applied, replays = 0, 0
 local refused = {}
+local ttls = {} -- the indexes' TTLs (ms) as this batch set or read them
 -- The moves' cell changes, gathered per cell and bucket offset (takes and
 -- adds apart) and applied once per page of a cell below: a batch's moves
 -- mostly share a few cells.
@@ -90,16 +91,15 @@ for i = 0, n - 1 do
       c = waitExp
     end
     if fromAt > 0 or rc then
-      remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
-      if I then
-        local rs = redis.call('GET', V)
-        if rs then
-          redis.call('HSET', I, string.sub(V, -8), rs)
-          local ttl = redis.call('PTTL', V)
-          if redis.call('PTTL', I) < ttl then
-            redis.call('PEXPIRE', I, ttl)
-          end
+      local rs, ttl = remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
+      if I and rs then
+        redis.call('HSET', I, string.sub(V, -8), rs)
+        local cur = ttls[I] or redis.call('PTTL', I)
+        if cur < ttl then
+          redis.call('PEXPIRE', I, ttl)
+          cur = ttl
         end
+        ttls[I] = cur
       end
     end
     applied = applied + 1
