@@ -52,8 +52,9 @@ type shardKeys struct {
 	tag      string // "{<tag>}:"
 }
 
-// index returns the key of the index of records of bucket b on a back
-// shard (moves.lua): the records the shard hands over with the bucket.
+// index returns the key of bucket b's records on a back shard (a hash,
+// moves.lua): the back shard keeps its waiters' records there, by bucket,
+// and hands them over with the bucket (cross.lua).
 func (k *shardKeys) index(b int64) string { return k.tag + "i:" + itoa(b) }
 
 // lookahead is how far (seconds) past now the horizon is set when the

@@ -7,7 +7,7 @@
 -- repeated after a failure returns the same counts: the front takes them
 -- in once, by its horizon.
 --
--- KEYS 6-: the indexes of records (see moves.lua) of the buckets crossing
+-- KEYS 6-: the records (hashes, see moves.lua) of the buckets crossing
 -- that the node's view shows here: their records are handed over too, so
 -- that the front knows each waiter's last ticket and cell (a copy or an
 -- old ticket of theirs is a replay there as here).

@@ -7,9 +7,11 @@
 -- 0, no record) is counted and not remembered, as admit.lua does.
 --
 -- KEYS 6-: the visitors' record keys, one a move; on a back shard of a
--- room spread over shards, each followed by its bucket's index of records
--- (a hash: visitor id -> a copy of the record), which the back shard
--- hands over with the bucket's counts (cross.lua).
+-- room spread over shards, each followed by its bucket's records (a hash:
+-- visitor id -> packed record, kept while the room's keys are, each
+-- record read as expired after its keep), where the back shard keeps its
+-- waiters' records instead, and which it hands over with the bucket's
+-- counts (cross.lua).
 -- ARGV 6-: per move, 8 values: bucket, from exp (0: none), from at (ms),
 -- waiting exp, counted (ms), keep (unix s), take over (ms; 0: never),
 -- take over cell (0: any).
@@ -27,7 +29,7 @@ expire(m, now)
 local delta = {}
 local applied, replays = 0, 0
 local refused = {}
-local ttls = {} -- the indexes' TTLs (ms) as this batch set or read them
+local ttls = {} -- the buckets' records whose TTL this batch set
 -- The moves' cell changes, gathered per cell and bucket offset (takes and
 -- adds apart) and applied once per page of a cell below: a batch's moves
 -- mostly share a few cells.
@@ -56,9 +58,9 @@ if n > 0 then
 end
 for i = 0, n - 1 do
   local V = KEYS[6 + i * per]
-  local I = nil
+  local I, vid = nil, nil
   if per == 2 then
-    I = KEYS[7 + i * per]
+    I, vid = KEYS[7 + i * per], string.sub(V, -8)
   end
   local a = 6 + i * 8
   local bucket, fromExp, fromAt = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
@@ -67,6 +69,8 @@ for i = 0, n - 1 do
   local rc = nil
   if m.hx and bucket <= m.hx then
     refused[#refused + 1] = i + 1
+  elseif I then
+    rc = unpack_record(redis.call('HGET', I, vid), now)
   else
     rc = record(V, now)
   end
@@ -91,15 +95,24 @@ for i = 0, n - 1 do
       c = waitExp
     end
     if fromAt > 0 or rc then
-      local rs, ttl = remember(V, {at = counted, cell = c, admitted = false, from = fromAt}, keep, rc, now)
-      if I and rs then
-        redis.call('HSET', I, string.sub(V, -8), rs)
-        local cur = ttls[I] or redis.call('PTTL', I)
-        if cur < ttl then
-          redis.call('PEXPIRE', I, ttl)
-          cur = ttl
+      local nrc = {at = counted, cell = c, admitted = false, from = fromAt}
+      if not I then
+        remember(V, nrc, keep, rc, now)
+      else
+        if rc and rc.keep > keep then
+          keep = rc.keep
         end
-        ttls[I] = cur
+        if keep > now then
+          redis.call('HSET', I, vid, pack_record(nrc, keep))
+          if not rc and not ttls[I] then
+            -- A visitor's first record here: the bucket's records live
+            -- as long as the room's keys (finish), past any keep.
+            redis.call('PEXPIRE', I, HORIZON + math.max(0, m.hi - now) * 1000)
+            ttls[I] = true
+          end
+        elseif rc then
+          redis.call('HDEL', I, vid)
+        end
       end
     end
     applied = applied + 1

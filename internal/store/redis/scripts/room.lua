@@ -360,22 +360,23 @@ local function record(v, now)
   return unpack_record(redis.call('GET', v), now)
 end
 
+-- pack_record packs a record kept until the unix second keep.
+local function pack_record(rc, keep)
+  return struct.pack('>dI4I4Bd', rc.at, rc.cell, keep, rc.admitted and 1 or 0, rc.from or 0)
+end
+
 -- remember sets the visitor's record, kept until the unix second keep (on
 -- the op's clock) or as long as it was kept already (old: the record read
--- before, or nil), and returns it packed and its key's TTL (ms; nil and
--- 0 when it was deleted).
+-- before, or nil).
 local function remember(v, rc, keep, old, now)
   if old and old.keep > keep then
     keep = old.keep
   end
   if keep <= now then
     redis.call('DEL', v)
-    return nil, 0
+    return
   end
-  local s, ttl = struct.pack('>dI4I4Bd', rc.at, rc.cell, keep, rc.admitted and 1 or 0, rc.from or 0),
-    (keep - now) * 1000 + 1000
-  redis.call('SET', v, s, 'PX', ttl)
-  return s, ttl
+  redis.call('SET', v, pack_record(rc, keep), 'PX', (keep - now) * 1000 + 1000)
 end
 
 -- latest returns the room's time to the millisecond for an op at second
