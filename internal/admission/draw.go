@@ -72,10 +72,17 @@ func (e *Engine) kept(ctx context.Context, room, id string, value []byte, keep t
 }
 
 // secret returns the secret of draw id of room: the first node to need it
-// makes it from crypto/rand and keeps it in the store.
+// makes it from crypto/rand (from Options.Rand when a test set it) and
+// keeps it in the store.
 func (e *Engine) secret(ctx context.Context, room, id string, keep time.Time) ([32]byte, error) {
 	var fresh [32]byte
-	_, _ = crand.Read(fresh[:])
+	if e.opts.Rand != nil {
+		for i := 0; i < len(fresh); i += 8 {
+			binary.LittleEndian.PutUint64(fresh[i:], e.rng())
+		}
+	} else {
+		_, _ = crand.Read(fresh[:])
+	}
 	v, err := e.kept(ctx, room, id, fresh[:], keep)
 	if err != nil {
 		return [32]byte{}, err

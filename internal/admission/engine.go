@@ -31,7 +31,9 @@ type Options struct {
 	// to CellSlack then never see a session whose count has expired.
 	CellSlack time.Duration
 	// Rand returns random 64-bit values for visitor ids and jitter (nil: a
-	// generator seeded from crypto/rand). Tests pass a seeded one.
+	// generator seeded from crypto/rand). Tests pass a seeded one, which
+	// then also makes the draws' secrets, so that a run repeats (without
+	// it they come from crypto/rand).
 	Rand func() uint64
 	// Now returns the time, read only to measure how long the store takes
 	// to answer (nil: time.Now); decisions take their time from the visit.
