@@ -189,11 +189,11 @@ func claimGuards() []claimGuard {
 			documented: "no round trip on that path", floor: 10,
 		},
 		{
-			// Runs 0.84-1.45; with a call each (far-back answers off),
-			// 0.35-0.41.
+			// Runs 0.84-1.45, then 1.01-1.12; with a call each (far-back
+			// answers off), 0.35-0.41.
 			name: "far-back check-in on Redis/embedded rate", row: farCheckIn, mode: guardRedis,
 			figure:     func(r guardResult) float64 { return r.CheckInRedisVsEmbedded },
-			documented: "**1.10x**", value: 1.10, floor: 0.55,
+			documented: "**1.05x**", value: 1.05, floor: 0.55,
 		},
 		{
 			// Check-ins over the commands sent to Redis meanwhile: runs
