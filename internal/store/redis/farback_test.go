@@ -136,47 +136,75 @@ func copiedTicket(t *testing.T, srv *redistest.Server, shards int) {
 	}
 }
 
+// oneNode is a node on simulated time: a Store whose batches and horizon
+// steps the test runs (FarBack.Manual) and an engine deciding for room.
+type oneNode struct {
+	t    *testing.T
+	ctx  context.Context
+	st   *redis.Store
+	eng  *admission.Engine
+	room usher.Room
+	now  time.Time
+}
+
+func newOneNode(t *testing.T, s usher.Settings) *oneNode {
+	srv := redistest.StartServer(t)
+	n := &oneNode{t: t, ctx: context.Background(), now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC),
+		room: usher.Room{ID: "line", Name: "Line", Settings: s}}
+	n.st = mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t), FarBack: redis.FarBack{Manual: true}})
+	n.eng = admission.New(n.st, admission.Options{Now: func() time.Time { return n.now }})
+	return n
+}
+
+func (n *oneNode) decide(tk *usher.Ticket) usher.Decision {
+	n.t.Helper()
+	d, err := n.eng.Decide(n.ctx, &n.room, usher.Visit{Ticket: tk, Now: n.now})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return d
+}
+
+// waiting reads the room's live waiters now: the front's and the back
+// shards' behind its horizon.
+func (n *oneNode) waiting() int64 {
+	n.t.Helper()
+	w, err := n.st.Waiting(n.ctx, n.room.ID, n.now)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return w
+}
+
+func (n *oneNode) step() bool { return n.st.StepHorizon(n.ctx, n.room.ID, n.now) }
+
 // TestHorizonAdmitsNobodyBehind: in a room spread over shards, the front
 // admits nobody behind its serving horizon, free places or not: a waiter
 // there may have others ahead of it counted on the back shards. A horizon
 // that stops (its holder gone) costs places, never the order; once it
 // moves on, the waiter goes in.
 func TestHorizonAdmitsNobodyBehind(t *testing.T) {
-	srv := redistest.StartServer(t)
-	ctx := context.Background()
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	now := t0
-	st := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t), FarBack: redis.FarBack{Manual: true}})
-	eng := admission.New(st, admission.Options{Now: func() time.Time { return now }})
-	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
+	n := newOneNode(t, usher.Settings{
 		TotalActiveUsers: 5, NewUsersPerMinute: 60, SessionDuration: time.Hour,
 		RefreshInterval: 5 * time.Second, QueueingMethod: usher.FIFO, Shards: 3,
-	}}
-	decide := func(tk *usher.Ticket) usher.Decision {
-		t.Helper()
-		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: tk, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	if d := decide(nil); d.Outcome != usher.Admit {
+	})
+	if d := n.decide(nil); d.Outcome != usher.Admit {
 		t.Fatalf("the first visitor: %v, want admitted", d.Outcome)
 	}
-	if !st.StepHorizon(ctx, room.ID, now) {
+	if !n.step() {
 		t.Fatal("the first step set no horizon")
 	}
-	now = t0.Add(20 * time.Second) // no step since: the horizon is t0 + 10 s
-	d := decide(nil)
+	n.now = n.now.Add(20 * time.Second) // no step since: the horizon is 2 s after the first
+	d := n.decide(nil)
 	if d.Outcome != usher.Wait {
 		t.Fatalf("a visitor behind the horizon with 4 places free: %v, want to wait", d.Outcome)
 	}
 	tk := d.Ticket
-	if !st.StepHorizon(ctx, room.ID, now) {
+	if !n.step() {
 		t.Fatal("the horizon did not move on")
 	}
-	now = tk.NextCheckIn
-	if d := decide(&tk); d.Outcome != usher.Admit {
+	n.now = tk.NextCheckIn
+	if d := n.decide(&tk); d.Outcome != usher.Admit {
 		t.Fatalf("at its check-in after the horizon moved on: %v, want admitted", d.Outcome)
 	}
 }
@@ -189,47 +217,25 @@ func TestHorizonAdmitsNobodyBehind(t *testing.T) {
 // counts the waiter once. (Without the hand-over the front, knowing no
 // record, believes the old ticket and counts the waiter a second time.)
 func TestCrossingHandsRecordsOver(t *testing.T) {
-	srv := redistest.StartServer(t)
-	ctx := context.Background()
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	now := t0
-	st := mustOpen(t, redis.Options{Addrs: []string{srv.Addr()}, KeyPrefix: prefix(t), FarBack: redis.FarBack{Manual: true}})
-	eng := admission.New(st, admission.Options{Now: func() time.Time { return now }})
-	room := usher.Room{ID: "line", Name: "Line", Settings: usher.Settings{
+	n := newOneNode(t, usher.Settings{
 		TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: time.Hour,
 		RefreshInterval: 5 * time.Minute, MaxRefreshInterval: 5 * time.Minute, QueueingMethod: usher.FIFO, Shards: 3,
-	}}
-	decide := func(tk *usher.Ticket) usher.Decision {
-		t.Helper()
-		d, err := eng.Decide(ctx, &room, usher.Visit{Ticket: tk, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	waiting := func() int64 {
-		t.Helper()
-		n, err := st.Waiting(ctx, room.ID, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if d := decide(nil); d.Outcome != usher.Admit {
+	})
+	if d := n.decide(nil); d.Outcome != usher.Admit {
 		t.Fatalf("the first visitor: %v, want admitted", d.Outcome)
 	}
-	st.StepHorizon(ctx, room.ID, now)
+	n.step()
 	// A line of 40 behind the horizon; the last, alone in a later second,
 	// is far back.
-	now = now.Add(5 * time.Second)
+	n.now = n.now.Add(5 * time.Second)
 	var x usher.Ticket
 	var lapse int64 // when the last of the others' counts lapses
 	for i := range 40 {
-		now = now.Add(100 * time.Millisecond)
+		n.now = n.now.Add(100 * time.Millisecond)
 		if i == 39 {
-			now = now.Add(time.Second)
+			n.now = n.now.Add(time.Second)
 		}
-		d := decide(nil)
+		d := n.decide(nil)
 		if d.Outcome != usher.Wait {
 			t.Fatalf("a newcomer: %v", d.Outcome)
 		}
@@ -237,34 +243,34 @@ func TestCrossingHandsRecordsOver(t *testing.T) {
 			lapse = max(lapse, d.Ticket.Cell)
 		}
 		x = d.Ticket
-		st.FlushMoves(ctx)
+		n.st.FlushMoves(n.ctx)
 	}
 	old := x
-	now = x.NextCheckIn
-	backMoved := st.FarBackStats().BackMoved
-	d := decide(&x)
-	st.FlushMoves(ctx)
-	if d.Outcome != usher.Wait || st.FarBackStats().BackMoved != backMoved+1 {
-		t.Fatalf("its check-in: %v, %d moves on back shards; want to wait, moved on its back shard", d.Outcome, st.FarBackStats().BackMoved-backMoved)
+	n.now = x.NextCheckIn
+	backMoved := n.st.FarBackStats().BackMoved
+	d := n.decide(&x)
+	n.st.FlushMoves(n.ctx)
+	if d.Outcome != usher.Wait || n.st.FarBackStats().BackMoved != backMoved+1 {
+		t.Fatalf("its check-in: %v, %d moves on back shards; want to wait, moved on its back shard", d.Outcome, n.st.FarBackStats().BackMoved-backMoved)
 	}
 	// The others never check in: once their counts lapse, the horizon
 	// takes the waiter's bucket in, with its record.
-	now = time.Unix(max(lapse, old.Cell)+2, 0)
-	if now.Unix() >= d.Ticket.Cell {
+	n.now = time.Unix(max(lapse, old.Cell)+2, 0)
+	if n.now.Unix() >= d.Ticket.Cell {
 		t.Fatalf("the others' counts lapse at %v, the waiter's at %v", lapse, d.Ticket.Cell)
 	}
-	if !st.StepHorizon(ctx, room.ID, now) {
+	if !n.step() {
 		t.Fatal("the horizon did not move")
 	}
-	if n := waiting(); n != 1 {
-		t.Fatalf("%d waiting once the others lapsed, want 1", n)
+	if w := n.waiting(); w != 1 {
+		t.Fatalf("%d waiting once the others lapsed, want 1", w)
 	}
 	// Its old ticket at the front: a replay, nothing counted.
-	now = now.Add(time.Second)
-	if d := decide(&old); d.Outcome != usher.Wait {
+	n.now = n.now.Add(time.Second)
+	if d := n.decide(&old); d.Outcome != usher.Wait {
 		t.Fatalf("its old ticket: %v, want to wait", d.Outcome)
 	}
-	if n := waiting(); n != 1 {
-		t.Fatalf("%d waiting after its old ticket was presented at the front, want 1 (the back shard's record handed over)", n)
+	if w := n.waiting(); w != 1 {
+		t.Fatalf("%d waiting after its old ticket was presented at the front, want 1 (the back shard's record handed over)", w)
 	}
 }
