@@ -139,6 +139,7 @@ type roomView struct {
 	hz, hl, hle int64
 	front       int64
 	back        []count
+	behind      int64 // the waiters in back, added up
 	// buckets are the buckets with live waiters, in order, and before
 	// the live waiters in the buckets before each.
 	buckets []int64

@@ -151,11 +151,7 @@ func (r *farRoom) behind() int64 {
 	if r.view == nil || r.shards < 2 {
 		return 0
 	}
-	var n int64
-	for _, c := range r.view.back {
-		n += max(c.n, 0)
-	}
-	return n
+	return r.view.behind
 }
 
 // backWaiting returns the live waiters behind room's horizon by its last
@@ -200,18 +196,12 @@ func (s *Store) readBacks(ctx context.Context, front *roomView, cs []count, back
 			}
 		}
 	}
-	sortCounts(front.back)
-	var behind int64
+	sort.Slice(front.back, func(i, j int) bool { return front.back[i].bucket < front.back[j].bucket })
 	for _, c := range front.back {
-		behind += c.n
+		front.behind += c.n
 	}
-	front.stats.Waiting += behind
+	front.stats.Waiting += front.behind
 	return mergeCounts(cs, front.back), nil
-}
-
-// sortCounts sorts counts by bucket.
-func sortCounts(cs []count) {
-	sort.Slice(cs, func(i, j int) bool { return cs[i].bucket < cs[j].bucket })
 }
 
 // mergeCounts merges two lists of counts in bucket order.
